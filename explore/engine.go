@@ -1,0 +1,693 @@
+// Package explore is the engine: it prepares a base sandbox from a
+// repository tree, forks it into copies, runs one attempt per copy, grades
+// every attempt in a pristine copy of the base and selects the winner. It
+// knows nothing of HTTP or GitHub: a Task goes in, a Result comes out.
+package explore
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bestofn/bestofn/sandbox"
+)
+
+// Paths inside every sandbox that the engine uses.
+const (
+	PromptPath   = sandbox.Scratch + "/prompt.md"
+	PatchPath    = sandbox.Scratch + "/attempt.patch"
+	AgentDirPath = sandbox.Scratch + "/agent"
+)
+
+// logTail is how much of each command's output the engine keeps, in bytes.
+const logTail = 64 << 10
+
+// Issue is the issue an attempt works on, as the prompt shows it.
+type Issue struct {
+	Number   int
+	Title    string
+	Body     string
+	Comments []IssueComment
+}
+
+// IssueComment is one comment by a person on the issue.
+type IssueComment struct {
+	Author string
+	Body   string
+}
+
+// Task is one best-of-N run's input.
+type Task struct {
+	// Repo names the repository ("owner/name"); it appears in the prompt and labels.
+	Repo string
+	// RepoDir is a git repository on the bot's side that has BaseCommit.
+	RepoDir string
+	// BaseCommit is the commit every attempt starts from.
+	BaseCommit string
+	Issue      Issue
+	Config     Config
+	// AgentFiles, when set, are copied to AgentDirPath in every attempt copy
+	// (never into grading copies): helper scripts of an agent preset.
+	AgentFiles fs.FS
+	// AgentEnv is added to the agent step's environment only (model keys);
+	// setup and grading never see it.
+	AgentEnv map[string]string
+	// Labels are passed to the sandbox backend (run id and so on).
+	Labels map[string]string
+}
+
+// Engine runs tasks on one sandbox backend.
+type Engine struct {
+	// Provider creates the base sandbox.
+	Provider sandbox.Provider
+	// WorkDir is a folder on the bot's side for each run's base repository
+	// and patches; each run uses a fresh subfolder and removes it at the end.
+	WorkDir string
+	// Log receives one line per step; nil means slog.Default().
+	Log *slog.Logger
+}
+
+// Attempt is one attempt's result.
+type Attempt struct {
+	Number  int
+	Hint    string
+	Outcome Outcome
+	Patch   Patch
+	// AgentExit is the agent command's exit code (-1 when killed).
+	AgentExit int
+	// AgentLog and TestLog are the tails of the agent's and the graded test
+	// run's output (stdout then stderr).
+	AgentLog, TestLog []byte
+	AgentDuration     time.Duration
+	GradeDuration     time.Duration
+	// Finished is when the attempt's agent step ended (selection breaks
+	// ties on it).
+	Finished time.Time
+	// Usage is what the attempt's copy consumed.
+	Usage sandbox.Usage
+}
+
+// Result is a finished run.
+type Result struct {
+	// BaseCommit is the repository commit the attempts started from.
+	BaseCommit string
+	Attempts   []*Attempt
+	// Winner is the winning attempt's number, 0 when none passed.
+	Winner int
+	// Decided says which selection rule picked the winner, in words.
+	Decided   string
+	Isolation sandbox.Isolation
+	Backend   string
+	Duration  time.Duration
+}
+
+// WinningAttempt returns the winner, or nil.
+func (r *Result) WinningAttempt() *Attempt {
+	for _, a := range r.Attempts {
+		if a.Number == r.Winner {
+			return a
+		}
+	}
+	return nil
+}
+
+// Phase is where a run stands.
+type Phase string
+
+// Phases of a run, in order.
+const (
+	PhasePreparing  Phase = "preparing"
+	PhaseSetup      Phase = "setup"
+	PhaseAttempting Phase = "attempting"
+	PhaseSelecting  Phase = "selecting"
+	PhaseDone       Phase = "done"
+)
+
+// AttemptState is where one attempt stands.
+type AttemptState string
+
+// Attempt states, in order.
+const (
+	StateQueued  AttemptState = "queued"
+	StateRunning AttemptState = "running"
+	StateGrading AttemptState = "grading"
+	StateDone    AttemptState = "done"
+)
+
+// Progress is a snapshot of a run, handed to the observer on every change.
+type Progress struct {
+	Phase     Phase
+	Isolation sandbox.Isolation
+	Attempts  []AttemptProgress
+	// Finished holds the attempt's full result once State is StateDone.
+	Finished map[int]*Attempt
+}
+
+// AttemptProgress is one attempt's row in a Progress.
+type AttemptProgress struct {
+	Number  int
+	Hint    string
+	State   AttemptState
+	Outcome Outcome
+	Started time.Time
+	Elapsed time.Duration
+}
+
+// SetupError says the setup command failed on the base; no attempt ran.
+type SetupError struct {
+	ExitCode int
+	TimedOut bool
+	Log      []byte
+}
+
+func (e *SetupError) Error() string {
+	if e.TimedOut {
+		return "setup timed out"
+	}
+	return fmt.Sprintf("setup failed (exit %d)", e.ExitCode)
+}
+
+// Run executes the task and returns every attempt's result and the winner.
+// observe, when not nil, is called with a fresh snapshot after every change
+// (never concurrently). The error is non-nil when the run could not happen
+// (the base could not be prepared, setup failed: *SetupError, ctx cancelled
+// before attempts started); attempt failures are outcomes, not errors.
+func (e *Engine) Run(ctx context.Context, task Task, observe func(Progress)) (*Result, error) {
+	start := time.Now()
+	log := e.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	cfg := task.Config
+	if cfg.Attempts < 1 || cfg.Attempts > MaxAttempts {
+		return nil, fmt.Errorf("attempts must be 1 to %d, not %d", MaxAttempts, cfg.Attempts)
+	}
+	if strings.TrimSpace(cfg.Agent) == "" {
+		return nil, errors.New("no agent command configured")
+	}
+	r := &runState{engine: e, task: task, log: log, observe: observe}
+	r.progress.Phase = PhasePreparing
+	r.progress.Isolation = e.Provider.Isolation()
+	r.progress.Finished = map[int]*Attempt{}
+	for k := 1; k <= cfg.Attempts; k++ {
+		r.progress.Attempts = append(r.progress.Attempts, AttemptProgress{Number: k, Hint: cfg.Hint(k), State: StateQueued})
+	}
+	r.notify()
+
+	if err := os.MkdirAll(e.WorkDir, 0o700); err != nil {
+		return nil, err
+	}
+	scratch, err := os.MkdirTemp(e.WorkDir, "run-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(scratch)
+	r.scratch = scratch
+
+	base, hidden, err := r.prepare(ctx)
+	if base != nil {
+		defer stopQuietly(base)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.hidden = hidden
+
+	attempts := r.attempt(ctx, base)
+	res := &Result{BaseCommit: task.BaseCommit, Attempts: attempts, Isolation: r.progress.Isolation, Backend: e.Provider.Name()}
+	r.setPhase(PhaseSelecting)
+	res.Winner, res.Decided = Select(cfg.Select, attempts)
+	res.Duration = time.Since(start)
+	r.setPhase(PhaseDone)
+	log.Info("run finished", "winner", res.Winner, "decided", res.Decided, "duration", res.Duration.Round(time.Millisecond))
+	return res, nil
+}
+
+// stopQuietly stops a sandbox with a context of its own, so that stopping
+// happens even when the run's context was cancelled.
+func stopQuietly(sb sandbox.Sandbox) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_ = sb.Stop(ctx)
+}
+
+type runState struct {
+	engine  *Engine
+	task    Task
+	log     *slog.Logger
+	observe func(Progress)
+	scratch string
+	baseGit string // the base repository's git dir on the bot's side
+	hidden  []byte // tar of the hidden tests, rooted at the repository root
+
+	mu       sync.Mutex // guards progress
+	progress Progress
+	notifyMu sync.Mutex // serialises observe calls
+}
+
+func (r *runState) notify() {
+	if r.observe == nil {
+		return
+	}
+	r.notifyMu.Lock()
+	defer r.notifyMu.Unlock()
+	r.mu.Lock()
+	snap := r.progress
+	snap.Attempts = append([]AttemptProgress(nil), r.progress.Attempts...)
+	snap.Finished = make(map[int]*Attempt, len(r.progress.Finished))
+	for k, v := range r.progress.Finished {
+		snap.Finished[k] = v
+	}
+	now := time.Now()
+	for i := range snap.Attempts {
+		if a := &snap.Attempts[i]; a.State != StateQueued && a.State != StateDone && !a.Started.IsZero() {
+			a.Elapsed = now.Sub(a.Started)
+		}
+	}
+	r.mu.Unlock()
+	r.observe(snap)
+}
+
+func (r *runState) setPhase(p Phase) {
+	r.mu.Lock()
+	r.progress.Phase = p
+	r.mu.Unlock()
+	r.notify()
+}
+
+func (r *runState) setState(k int, s AttemptState, done *Attempt) {
+	r.mu.Lock()
+	a := &r.progress.Attempts[k-1]
+	if a.Started.IsZero() && s != StateQueued {
+		a.Started = time.Now()
+	}
+	a.State = s
+	if done != nil {
+		a.Outcome = done.Outcome
+		a.Elapsed = time.Since(a.Started)
+		r.progress.Finished[k] = done
+	}
+	r.mu.Unlock()
+	r.notify()
+}
+
+// prepare builds the base on the bot's side (the tree at BaseCommit, hidden
+// tests moved out, a fresh one-commit history), uploads it into a new
+// sandbox and runs setup there. It returns the base sandbox (also on error,
+// when one was created, so the caller stops it) and the hidden tests as tar.
+func (r *runState) prepare(ctx context.Context) (sandbox.Sandbox, []byte, error) {
+	cfg := r.task.Config
+	baseDir := filepath.Join(r.scratch, "base")
+	if err := os.MkdirAll(baseDir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	index := filepath.Join(r.scratch, "checkout.index")
+	repoEnv := []string{"GIT_INDEX_FILE=" + index}
+	if _, err := git(ctx, r.task.RepoDir, repoEnv, nil, "read-tree", r.task.BaseCommit); err != nil {
+		return nil, nil, fmt.Errorf("read base commit %s: %w", r.task.BaseCommit, err)
+	}
+	if _, err := git(ctx, r.task.RepoDir, repoEnv, nil, "checkout-index", "-a", "-f", "--prefix="+baseDir+"/"); err != nil {
+		return nil, nil, fmt.Errorf("check out base commit: %w", err)
+	}
+	var hidden []byte
+	if cfg.HiddenTests != "" {
+		src := filepath.Join(baseDir, filepath.FromSlash(cfg.HiddenTests))
+		fi, err := os.Lstat(src)
+		if err != nil || !fi.IsDir() {
+			return nil, nil, fmt.Errorf("hidden_tests: folder %q not found at the base commit", cfg.HiddenTests)
+		}
+		var buf bytes.Buffer
+		if err := tarDir(&buf, src, ""); err != nil {
+			return nil, nil, fmt.Errorf("pack hidden tests: %w", err)
+		}
+		hidden = buf.Bytes()
+		if err := os.RemoveAll(src); err != nil {
+			return nil, nil, err
+		}
+	}
+	if _, err := git(ctx, baseDir, nil, nil, "init", "-q", "-b", "main"); err != nil {
+		return nil, nil, err
+	}
+	if _, err := git(ctx, baseDir, nil, nil, "add", "-A", "-f"); err != nil {
+		return nil, nil, err
+	}
+	msg := fmt.Sprintf("base %s", r.task.BaseCommit)
+	if _, err := git(ctx, baseDir, nil, nil, "commit", "-q", "--allow-empty", "--no-verify", "-m", msg); err != nil {
+		return nil, nil, err
+	}
+	r.baseGit = filepath.Join(baseDir, ".git")
+
+	labels := map[string]string{"role": "base"}
+	for k, v := range r.task.Labels {
+		labels[k] = v
+	}
+	base, err := r.engine.Provider.Create(ctx, sandbox.CreateOptions{Labels: labels})
+	if err != nil {
+		return nil, nil, fmt.Errorf("create base sandbox: %w", err)
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(tarDir(pw, baseDir, "")) }()
+	if err := base.PutArchive(ctx, sandbox.Workspace, pr); err != nil {
+		pr.CloseWithError(err)
+		return base, nil, fmt.Errorf("upload base tree: %w", err)
+	}
+	r.log.Info("base prepared", "commit", r.task.BaseCommit, "sandbox", base.ID())
+
+	if strings.TrimSpace(cfg.Setup) != "" {
+		r.setPhase(PhaseSetup)
+		res, err := base.Exec(ctx, sandbox.ExecRequest{Shell: cfg.Setup, Timeout: cfg.SetupTimeout, Network: true})
+		if err != nil {
+			return base, nil, fmt.Errorf("run setup: %w", err)
+		}
+		if res.TimedOut || res.ExitCode != 0 {
+			return base, nil, &SetupError{ExitCode: res.ExitCode, TimedOut: res.TimedOut, Log: joinLog(res)}
+		}
+		r.log.Info("setup done", "duration", res.Duration.Round(time.Millisecond))
+	}
+	return base, hidden, nil
+}
+
+// attempt forks the base into one copy per attempt and runs them all; a copy
+// that could not be started is a "sandbox error" attempt.
+func (r *runState) attempt(ctx context.Context, base sandbox.Sandbox) []*Attempt {
+	n := r.task.Config.Attempts
+	r.setPhase(PhaseAttempting)
+	copies, forkErr := base.Fork(ctx, n)
+	results := make([]*Attempt, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		k := i + 1
+		if i >= len(copies) {
+			msg := "fork failed"
+			if forkErr != nil {
+				msg = forkErr.Error()
+			}
+			results[i] = &Attempt{Number: k, Hint: r.task.Config.Hint(k), Outcome: outcome(OutcomeSandboxError, msg), AgentExit: -1, Finished: time.Now()}
+			r.setState(k, StateDone, results[i])
+			continue
+		}
+		wg.Add(1)
+		go func(k int, sb sandbox.Sandbox) {
+			defer wg.Done()
+			a := r.runAttempt(ctx, k, sb, base)
+			results[k-1] = a
+			r.setState(k, StateDone, a)
+		}(k, copies[i])
+	}
+	wg.Wait()
+	return results
+}
+
+// runAttempt runs the agent in its copy, takes its patch, applies the path
+// rules and grades it in a pristine copy of the base.
+func (r *runState) runAttempt(ctx context.Context, k int, sb sandbox.Sandbox, base sandbox.Sandbox) *Attempt {
+	cfg := r.task.Config
+	a := &Attempt{Number: k, Hint: cfg.Hint(k), AgentExit: -1}
+	log := r.log.With("attempt", k)
+	stopped := false
+	stop := func() {
+		if !stopped {
+			if u, err := sb.Usage(context.WithoutCancel(ctx)); err == nil {
+				a.Usage = u
+			}
+			stopQuietly(sb)
+			stopped = true
+		}
+	}
+	defer stop()
+	fail := func(err error) *Attempt {
+		if a.Finished.IsZero() {
+			a.Finished = time.Now()
+		}
+		if ctx.Err() != nil {
+			a.Outcome = outcome(OutcomeCancelled, "")
+		} else {
+			a.Outcome = outcome(OutcomeSandboxError, err.Error())
+		}
+		log.Warn("attempt failed", "err", err)
+		return a
+	}
+
+	r.setState(k, StateRunning, nil)
+	if err := sb.WriteFile(ctx, PromptPath, []byte(Prompt(r.task, a.Hint)), 0o644); err != nil {
+		return fail(fmt.Errorf("write prompt: %w", err))
+	}
+	if r.task.AgentFiles != nil {
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(tarFS(pw, r.task.AgentFiles)) }()
+		if err := sb.PutArchive(ctx, AgentDirPath, pr); err != nil {
+			pr.CloseWithError(err)
+			return fail(fmt.Errorf("upload agent files: %w", err))
+		}
+	}
+	env := map[string]string{}
+	for key, v := range r.task.AgentEnv {
+		env[key] = v
+	}
+	env["BESTOFN_PROMPT_FILE"] = PromptPath
+	env["BESTOFN_HINT"] = a.Hint
+	env["BESTOFN_ATTEMPT"] = strconv.Itoa(k)
+	res, err := sb.Exec(ctx, sandbox.ExecRequest{Shell: cfg.Agent, Env: env, Timeout: cfg.AgentTimeout, Network: true})
+	a.Finished = time.Now()
+	if err != nil {
+		return fail(fmt.Errorf("run agent: %w", err))
+	}
+	a.AgentExit, a.AgentDuration, a.AgentLog = res.ExitCode, res.Duration, joinLog(res)
+	log.Info("agent finished", "exit", res.ExitCode, "timed_out", res.TimedOut, "duration", res.Duration.Round(time.Millisecond))
+
+	// The patch is taken even from a failed agent, so the scorecard can show
+	// what it left; it is graded only when the agent succeeded.
+	archive, err := sb.GetArchive(ctx, sandbox.Workspace)
+	if err != nil {
+		return fail(fmt.Errorf("download workspace: %w", err))
+	}
+	patchDir := filepath.Join(r.scratch, fmt.Sprintf("attempt-%d", k))
+	patch, err := takePatch(ctx, r.baseGit, patchDir, archive)
+	archive.Close()
+	os.RemoveAll(patchDir)
+	if err != nil {
+		return fail(fmt.Errorf("take patch: %w", err))
+	}
+	a.Patch = patch
+	stop()
+
+	switch {
+	case res.TimedOut:
+		a.Outcome = outcome(OutcomeAgentTimedOut, "")
+		return a
+	case res.ExitCode != 0:
+		a.Outcome = outcome(OutcomeAgentFailed, fmt.Sprintf("exit %d", res.ExitCode))
+		return a
+	}
+	if o, done := classify(cfg, patch); done {
+		a.Outcome = o
+		return a
+	}
+	r.setState(k, StateGrading, nil)
+	gradeStart := time.Now()
+	o, testLog, err := r.grade(ctx, base, patch)
+	a.GradeDuration = time.Since(gradeStart)
+	if err != nil {
+		return fail(fmt.Errorf("grade: %w", err))
+	}
+	a.Outcome, a.TestLog = o, testLog
+	log.Info("graded", "outcome", o.Text, "duration", a.GradeDuration.Round(time.Millisecond))
+	return a
+}
+
+// grade applies only the patch to a fresh fork of the base, lays the hidden
+// tests over it and runs the test command without network. A pass is an exit
+// code of 0 within the test timeout.
+func (r *runState) grade(ctx context.Context, base sandbox.Sandbox, patch Patch) (Outcome, []byte, error) {
+	cfg := r.task.Config
+	copies, err := base.Fork(ctx, 1)
+	for _, c := range copies {
+		defer stopQuietly(c)
+	}
+	if err != nil {
+		return Outcome{}, nil, fmt.Errorf("fork grading copy: %w", err)
+	}
+	g := copies[0]
+	if err := g.WriteFile(ctx, PatchPath, patch.Diff, 0o644); err != nil {
+		return Outcome{}, nil, err
+	}
+	apply, err := g.Exec(ctx, sandbox.ExecRequest{Argv: []string{"git", "apply", "--binary", "--whitespace=nowarn", PatchPath}, Timeout: 5 * time.Minute})
+	if err != nil {
+		return Outcome{}, nil, err
+	}
+	if apply.ExitCode != 0 {
+		return Outcome{}, nil, fmt.Errorf("patch does not apply to the base: %s", strings.TrimSpace(string(apply.Stderr)))
+	}
+	if len(r.hidden) > 0 {
+		if err := g.PutArchive(ctx, sandbox.Workspace, bytes.NewReader(r.hidden)); err != nil {
+			return Outcome{}, nil, fmt.Errorf("add hidden tests: %w", err)
+		}
+	}
+	res, err := g.Exec(ctx, sandbox.ExecRequest{Shell: cfg.Test, Timeout: cfg.TestTimeout})
+	if err != nil {
+		return Outcome{}, nil, fmt.Errorf("run tests: %w", err)
+	}
+	out := joinLog(res)
+	switch {
+	case res.TimedOut:
+		return outcome(OutcomeTestTimedOut, ""), out, nil
+	case res.ExitCode != 0:
+		return outcome(OutcomeTestsFailed, testsFailedText(out, res.ExitCode)), out, nil
+	}
+	return Outcome{Kind: OutcomePass, Text: "pass"}, out, nil
+}
+
+// Select picks the winner among passing attempts by the rule set in advance
+// (design doc, "Select"): smallest patch in changed lines, then fewest files,
+// then earliest finish, then lowest attempt number; with rule
+// SelectFewestFiles files come before lines. It returns 0 and "" when no
+// attempt passed, and otherwise the winner and the rule that decided, in words.
+func Select(rule string, attempts []*Attempt) (int, string) {
+	var pass []*Attempt
+	for _, a := range attempts {
+		if a != nil && a.Outcome.Pass() {
+			pass = append(pass, a)
+		}
+	}
+	if len(pass) == 0 {
+		return 0, ""
+	}
+	type key struct {
+		name string
+		of   func(*Attempt) int64
+		unit string
+	}
+	lines := key{"smallest patch", func(a *Attempt) int64 { return int64(a.Patch.Lines()) }, "changed lines"}
+	files := key{"fewest files", func(a *Attempt) int64 { return int64(len(a.Patch.Changes)) }, "files"}
+	keys := []key{lines, files}
+	if rule == SelectFewestFiles {
+		keys = []key{files, lines}
+	}
+	keys = append(keys,
+		key{"earliest finish", func(a *Attempt) int64 { return a.Finished.UnixNano() }, ""},
+		key{"lowest attempt number", func(a *Attempt) int64 { return int64(a.Number) }, ""})
+	sort.SliceStable(pass, func(i, j int) bool {
+		for _, k := range keys {
+			if x, y := k.of(pass[i]), k.of(pass[j]); x != y {
+				return x < y
+			}
+		}
+		return false
+	})
+	if len(pass) == 1 {
+		return pass[0].Number, "the only passing attempt"
+	}
+	w, second := pass[0], pass[1]
+	for _, k := range keys {
+		if x, y := k.of(w), k.of(second); x != y {
+			if k.unit != "" {
+				return w.Number, fmt.Sprintf("%s (%d %s against %d for attempt %d)", k.name, x, k.unit, y, second.Number)
+			}
+			return w.Number, fmt.Sprintf("%s (ahead of attempt %d)", k.name, second.Number)
+		}
+	}
+	return w.Number, "lowest attempt number"
+}
+
+func joinLog(res sandbox.ExecResult) []byte {
+	out := append(append([]byte{}, res.Stdout...), res.Stderr...)
+	if len(out) > logTail {
+		out = out[len(out)-logTail:]
+	}
+	return out
+}
+
+// tarDir writes the tree under dir as a tar stream with names relative to
+// dir (prefixed by prefix), without following symlinks, keeping modes.
+func tarDir(w io.Writer, dir, prefix string) error {
+	tw := tar.NewWriter(w)
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		name := filepath.ToSlash(filepath.Join(prefix, rel))
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		link := ""
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			if link, err = os.Readlink(p); err != nil {
+				return err
+			}
+		}
+		h, err := tar.FileInfoHeader(fi, link)
+		if err != nil {
+			return err
+		}
+		h.Name = name
+		h.Uname, h.Gname, h.Uid, h.Gid = "", "", 0, 0
+		if fi.IsDir() {
+			h.Name += "/"
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if fi.Mode().IsRegular() {
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(tw, f)
+			f.Close()
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// tarFS writes every file of fsys as a tar stream; files whose name ends in
+// ".sh" are executable.
+func tarFS(w io.Writer, fsys fs.FS) error {
+	tw := tar.NewWriter(w)
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == "." {
+			return err
+		}
+		if d.IsDir() {
+			return tw.WriteHeader(&tar.Header{Name: p + "/", Typeflag: tar.TypeDir, Mode: 0o755})
+		}
+		data, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		mode := int64(0o644)
+		if strings.HasSuffix(p, ".sh") {
+			mode = 0o755
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: p, Typeflag: tar.TypeReg, Mode: mode, Size: int64(len(data))}); err != nil {
+			return err
+		}
+		_, err = tw.Write(data)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}

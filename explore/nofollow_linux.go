@@ -1,0 +1,5 @@
+package explore
+
+import "syscall"
+
+const oNoFollow = syscall.O_NOFOLLOW
