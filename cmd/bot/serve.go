@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bestofn/bestofn/github"
+	"github.com/bestofn/bestofn/handlers"
+	"github.com/bestofn/bestofn/sandbox"
+	"github.com/bestofn/bestofn/sandbox/local"
+	"github.com/bestofn/bestofn/store"
+)
+
+// modelKeys are the environment variables passed to the agent step (and to
+// no other step) when they are set on the server.
+var modelKeys = []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENROUTER_API_KEY"}
+
+// serveConfig is the server's configuration, read from the environment
+// (Probot-compatible names).
+type serveConfig struct {
+	AppID           int64
+	PrivateKey      []byte
+	PrivateKeyPath  string
+	WebhookSecret   []byte
+	APIURL          string
+	Port            int
+	DataDir         string
+	Sandbox         string
+	AllowUnisolated bool
+	Agent           string
+	AgentEnv        map[string]string
+	PublicURL       string
+	Workers         int
+}
+
+// loadServeConfig reads and checks the environment. Its error names every
+// variable that is missing or wrong.
+func loadServeConfig(getenv func(string) string) (serveConfig, error) {
+	var problems []string
+	c := serveConfig{APIURL: github.DefaultBaseURL, Port: 8080, Sandbox: "local", Workers: 2, AgentEnv: map[string]string{}}
+	if v := getenv("APP_ID"); v == "" {
+		problems = append(problems, "APP_ID is not set")
+	} else if id, err := strconv.ParseInt(v, 10, 64); err != nil || id <= 0 {
+		problems = append(problems, "APP_ID must be the App's numeric id")
+	} else {
+		c.AppID = id
+	}
+	switch key, path := getenv("PRIVATE_KEY"), getenv("PRIVATE_KEY_PATH"); {
+	case key != "":
+		// Fly secrets and .env files often carry the PEM with literal \n.
+		c.PrivateKey = []byte(strings.ReplaceAll(key, `\n`, "\n"))
+	case path != "":
+		data, err := os.ReadFile(path)
+		if err != nil {
+			problems = append(problems, "PRIVATE_KEY_PATH cannot be read: "+err.Error())
+		}
+		c.PrivateKey, c.PrivateKeyPath = data, path
+	default:
+		problems = append(problems, "PRIVATE_KEY or PRIVATE_KEY_PATH is not set")
+	}
+	if v := getenv("WEBHOOK_SECRET"); v == "" {
+		problems = append(problems, "WEBHOOK_SECRET is not set (deliveries cannot be verified without it)")
+	} else {
+		c.WebhookSecret = []byte(v)
+	}
+	if v := getenv("GITHUB_API_URL"); v != "" {
+		c.APIURL = v
+	}
+	if v := getenv("PORT"); v != "" {
+		p, err := strconv.Atoi(v)
+		if err != nil || p <= 0 || p > 65535 {
+			problems = append(problems, "PORT must be a port number")
+		}
+		c.Port = p
+	}
+	if c.DataDir = getenv("DATA_DIR"); c.DataDir == "" {
+		problems = append(problems, "DATA_DIR is not set (the database and sandboxes live there)")
+	}
+	if v := getenv("SANDBOX"); v != "" {
+		c.Sandbox = v
+	}
+	if c.Sandbox != "local" {
+		problems = append(problems, fmt.Sprintf("SANDBOX=%s is not available in this build (use local)", c.Sandbox))
+	}
+	c.AllowUnisolated = getenv("ALLOW_UNISOLATED") == "1"
+	c.Agent = getenv("BESTOFN_AGENT")
+	for _, k := range modelKeys {
+		if v := getenv(k); v != "" {
+			c.AgentEnv[k] = v
+		}
+	}
+	c.PublicURL = getenv("PUBLIC_URL")
+	if v := getenv("WORKERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 64 {
+			problems = append(problems, "WORKERS must be 1 to 64")
+		}
+		c.Workers = n
+	}
+	if len(problems) == 0 {
+		if _, err := github.New(github.Config{AppID: c.AppID, PrivateKey: c.PrivateKey, BaseURL: c.APIURL}); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if len(problems) > 0 {
+		return c, errors.New("cannot start:\n  - " + strings.Join(problems, "\n  - "))
+	}
+	return c, nil
+}
+
+// serve runs the GitHub App until ctx is done, then shuts down gracefully:
+// the listener stops, running jobs are interrupted and requeued at the next
+// start.
+func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := loadServeConfig(getenv)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	app, err := github.New(github.Config{AppID: cfg.AppID, PrivateKey: cfg.PrivateKey, BaseURL: cfg.APIURL, UserAgent: "bestofn/" + handlers.Version})
+	if err != nil {
+		return err
+	}
+	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, "bestofn.db"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	hide := []string{cfg.DataDir}
+	if cfg.PrivateKeyPath != "" {
+		hide = append(hide, cfg.PrivateKeyPath)
+	}
+	provider, err := local.New(local.Options{Dir: filepath.Join(cfg.DataDir, "sandboxes"), Hide: hide})
+	if err != nil {
+		return err
+	}
+	if iso := provider.Isolation(); !iso.Namespaces && !cfg.AllowUnisolated {
+		return fmt.Errorf("refusing to run attempts unisolated (%s); install bubblewrap or set ALLOW_UNISOLATED=1", strings.Join(iso.Notes, "; "))
+	}
+	logIsolation(log, provider.Isolation())
+	srv, err := handlers.New(handlers.Options{
+		Secret: cfg.WebhookSecret, Store: db, GitHub: app, Provider: provider, DataDir: cfg.DataDir, Log: log,
+		Workers: cfg.Workers, DefaultAgent: cfg.Agent, AgentEnv: cfg.AgentEnv, PublicURL: cfg.PublicURL,
+	})
+	if err != nil {
+		return err
+	}
+	workCtx, stopWork := context.WithCancel(ctx)
+	defer stopWork()
+	if err := srv.Start(workCtx); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))
+	if err != nil {
+		return err
+	}
+	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: time.Minute}
+	log.Info("listening", "addr", ln.Addr().String(), "app_id", cfg.AppID, "api", cfg.APIURL, "data_dir", cfg.DataDir)
+	errc := make(chan error, 1)
+	go func() { errc <- httpSrv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = httpSrv.Shutdown(shutdownCtx)
+	stopWork()
+	srv.Wait()
+	return err
+}
+
+func logIsolation(log *slog.Logger, iso sandbox.Isolation) {
+	log.Info("sandbox isolation", "namespaces", iso.Namespaces, "copy_on_write", iso.CopyOnWrite)
+	for _, n := range iso.Notes {
+		log.Warn("sandbox", "note", n)
+	}
+}

@@ -1,0 +1,268 @@
+package handlers
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/bestofn/bestofn/explore"
+	"github.com/bestofn/bestofn/sandbox"
+)
+
+// MaxCommentBytes is GitHub's limit on a comment body (65,536 characters);
+// the bot keeps every comment below it with some room to spare.
+const MaxCommentBytes = 60000
+
+// marker is the hidden tag in every comment of a run, so the bot finds its
+// own comments again (design doc, "Conventions").
+func marker(runID int64, kind string) string {
+	if runID == 0 {
+		return "<!-- bestofn -->\n"
+	}
+	if kind != "" {
+		return fmt.Sprintf("<!-- bestofn:run=%d %s -->\n", runID, kind)
+	}
+	return fmt.Sprintf("<!-- bestofn:run=%d -->\n", runID)
+}
+
+// footer is the one-line pointer that ends every bot comment.
+func footer(runID int64) string {
+	run := ""
+	if runID != 0 {
+		run = fmt.Sprintf(" · run %d", runID)
+	}
+	return "\n\n<sub>bestofn" + run + " · comment `/bestofn help` for commands</sub>\n"
+}
+
+// statusView is what the status comment shows.
+type statusView struct {
+	Phase    string
+	Note     string
+	Attempts []explore.AttemptProgress
+	// Isolation, when it misses something, is stated on every run.
+	Isolation *sandbox.Isolation
+	Result    *explore.Result
+	Config    explore.Config
+	PRNumber  int
+	PRURL     string
+}
+
+func statusFromProgress(p explore.Progress, cfg explore.Config) statusView {
+	v := statusView{Phase: string(p.Phase), Attempts: p.Attempts, Config: cfg}
+	iso := p.Isolation
+	v.Isolation = &iso
+	switch p.Phase {
+	case explore.PhasePreparing:
+		v.Note = "Preparing the base sandbox."
+	case explore.PhaseSetup:
+		v.Note = "Running setup in the base sandbox."
+	case explore.PhaseAttempting:
+		v.Note = fmt.Sprintf("Running %d attempts, each in its own copy of the base.", len(p.Attempts))
+	}
+	return v
+}
+
+// renderStatus returns the body of a run's status comment.
+func renderStatus(runID int64, runURL string, v statusView) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### bestofn · %s\n\n", v.Phase)
+	switch {
+	case v.Phase == "done" && v.PRNumber != 0:
+		fmt.Fprintf(&b, "✅ Opened #%d with attempt %d (%s). The scorecard is on the pull request.\n\n", v.PRNumber, v.Result.Winner, v.Result.Decided)
+	case v.Phase == "done":
+		b.WriteString("❌ No attempt passed, so no pull request was opened. The scorecard is in the next comment.\n\n")
+	case v.Note != "":
+		b.WriteString(v.Note + "\n\n")
+	}
+	rows := v.Attempts
+	if v.Result != nil {
+		rows = nil
+		for _, a := range v.Result.Attempts {
+			rows = append(rows, explore.AttemptProgress{Number: a.Number, Hint: a.Hint, State: explore.StateDone, Outcome: a.Outcome,
+				Elapsed: a.AgentDuration + a.GradeDuration})
+		}
+	}
+	if len(rows) > 0 {
+		b.WriteString("| # | hint | state | time |\n|---|---|---|---|\n")
+		for _, a := range rows {
+			state := string(a.State)
+			if a.State == explore.StateDone {
+				state = outcomeIcon(a.Outcome) + " " + a.Outcome.Text
+			}
+			elapsed := "—"
+			if a.Elapsed > 0 {
+				elapsed = fmtDuration(a.Elapsed)
+			}
+			fmt.Fprintf(&b, "| %d | %s | %s | %s |\n", a.Number, cell(hintText(a.Hint), 80), cell(state, 200), elapsed)
+		}
+		b.WriteString("\n")
+	}
+	if v.Isolation != nil && len(v.Isolation.Notes) > 0 {
+		b.WriteString("> [!WARNING]\n")
+		for _, n := range v.Isolation.Notes {
+			b.WriteString("> " + n + "\n")
+		}
+		b.WriteString("\n")
+	}
+	if runURL != "" {
+		fmt.Fprintf(&b, "[Run page with full logs](%s)\n", runURL)
+	}
+	return marker(runID, "status") + strings.TrimSpace(b.String()) + footer(runID)
+}
+
+// renderScorecard returns the scorecard comment: every attempt side by side
+// with its outcome, patch size and times, the winner and the rule that
+// picked it, then each attempt's patch and logs in collapsed blocks as far as
+// the comment size limit allows (logs cut from the front).
+func renderScorecard(runID int64, runURL string, req runRequest, cfg explore.Config, res *explore.Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## bestofn scorecard · issue #%d\n\n", req.Issue)
+	if res.Winner != 0 {
+		fmt.Fprintf(&b, "🏆 **Attempt %d wins**: %s.\n\n", res.Winner, res.Decided)
+	} else {
+		b.WriteString("❌ **No attempt passed.** Nothing was published.\n\n")
+	}
+	b.WriteString("| # | hint | outcome | patch | files | agent | grading |\n|---|---|---|---|---|---|---|\n")
+	for _, a := range res.Attempts {
+		num := fmt.Sprint(a.Number)
+		if a.Number == res.Winner {
+			num += " 🏆"
+		}
+		added, deleted := 0, 0
+		for _, c := range a.Patch.Changes {
+			added += c.Added
+			deleted += c.Deleted
+		}
+		size := "—"
+		if !a.Patch.Empty() {
+			size = fmt.Sprintf("+%d −%d", added, deleted)
+		}
+		grading := "—"
+		if a.GradeDuration > 0 {
+			grading = fmtDuration(a.GradeDuration)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s %s | %s | %d | %s | %s |\n", num, cell(hintText(a.Hint), 80), outcomeIcon(a.Outcome),
+			cell(a.Outcome.Text, 300), size, len(a.Patch.Changes), fmtDuration(a.AgentDuration), grading)
+	}
+	fmt.Fprintf(&b, "\nBase commit `%s` · test command `%s` · %d attempts in %s on the `%s` sandbox",
+		short(res.BaseCommit), cfg.Test, len(res.Attempts), fmtDuration(res.Duration), res.Backend)
+	if len(res.Isolation.Notes) > 0 {
+		b.WriteString(" (" + strings.Join(res.Isolation.Notes, "; ") + ")")
+	}
+	b.WriteString(".\n\n")
+	b.WriteString("A pass means: the attempt's patch alone, applied to a fresh copy of the base together with the hidden tests, made the test command exit 0 in time, and it changed no existing test and no protected path.\n")
+	if runURL != "" {
+		fmt.Fprintf(&b, "Full logs: [run page](%s).\n", runURL)
+	}
+	head := marker(runID, "scorecard") + b.String()
+	tail := footer(runID)
+
+	// Collapsed blocks, winner first, as far as the size limit allows.
+	order := append([]*explore.Attempt(nil), res.Attempts...)
+	sort.SliceStable(order, func(i, j int) bool { return order[i].Number == res.Winner && order[j].Number != res.Winner })
+	var blocks []string
+	for _, a := range order {
+		if !a.Patch.Empty() {
+			blocks = append(blocks, detailsLang(fmt.Sprintf("Attempt %d: patch", a.Number), a.Patch.Diff, "diff", 12000))
+		}
+		if len(a.TestLog) > 0 {
+			blocks = append(blocks, details(fmt.Sprintf("Attempt %d: test log", a.Number), a.TestLog))
+		} else if a.Outcome.Kind == explore.OutcomeAgentFailed || a.Outcome.Kind == explore.OutcomeAgentTimedOut {
+			blocks = append(blocks, details(fmt.Sprintf("Attempt %d: agent log", a.Number), a.AgentLog))
+		}
+	}
+	body := head
+	for _, blk := range blocks {
+		if len(body)+len(blk)+len(tail)+2 > MaxCommentBytes {
+			body += "\n_More logs are on the run page; this comment is at GitHub's size limit._\n"
+			break
+		}
+		body += "\n" + blk
+	}
+	return body + tail
+}
+
+// renderPRBody returns the pull request's description.
+func renderPRBody(runID int64, req runRequest, cfg explore.Config, res *explore.Result) string {
+	w := res.WinningAttempt()
+	var b strings.Builder
+	fmt.Fprintf(&b, "Fixes #%d\n\n", req.Issue)
+	fmt.Fprintf(&b, "bestofn ran %d attempts on this issue; **attempt %d** won (%s).\n\n", len(res.Attempts), w.Number, res.Decided)
+	if strings.TrimSpace(w.Hint) != "" {
+		fmt.Fprintf(&b, "Winning hint: _%s_\n\n", w.Hint)
+	} else {
+		b.WriteString("Winning hint: none (the attempt had no hint)\n\n")
+	}
+	fmt.Fprintf(&b, "It passed `%s` in a fresh copy of `%s` with only this patch applied and the hidden tests added. The scorecard with every attempt is in the first comment.\n",
+		cfg.Test, short(res.BaseCommit))
+	return marker(runID, "pr") + b.String() + footer(runID)
+}
+
+func outcomeIcon(o explore.Outcome) string {
+	switch o.Kind {
+	case explore.OutcomePass:
+		return "✅"
+	case explore.OutcomeNoChange, explore.OutcomeCancelled:
+		return "⚪"
+	case explore.OutcomeSandboxError, explore.OutcomeAgentFailed, explore.OutcomeAgentTimedOut, explore.OutcomeTestTimedOut:
+		return "⚠️"
+	}
+	return "❌"
+}
+
+func hintText(h string) string {
+	if strings.TrimSpace(h) == "" {
+		return "_(no hint)_"
+	}
+	return h
+}
+
+// cell makes text safe inside a markdown table cell and at most n runes long.
+func cell(s string, n int) string {
+	s = strings.NewReplacer("|", `\|`, "\r", " ", "\n", " ").Replace(s)
+	if r := []rune(s); len(r) > n {
+		s = string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// details wraps a log in a collapsed block, keeping its last 8 KiB.
+func details(summary string, log []byte) string {
+	return detailsLang(summary, log, "", 8<<10)
+}
+
+// detailsLang wraps text in a collapsed code block of at most limit bytes;
+// longer text is cut from the front, and the cut is said.
+func detailsLang(summary string, text []byte, lang string, limit int) string {
+	s := string(text)
+	cut := ""
+	if len(s) > limit {
+		s = s[len(s)-limit:]
+		cut = fmt.Sprintf("… (%d bytes cut from the front)\n", len(text)-limit)
+	}
+	fence := "```"
+	for strings.Contains(s, fence) {
+		fence += "`"
+	}
+	return fmt.Sprintf("<details><summary>%s</summary>\n\n%s%s%s\n%s\n%s\n</details>\n", summary, cut, fence, lang, strings.TrimRight(s, "\n"), fence)
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+func fmtDuration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "—"
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	}
+	return d.Round(time.Minute).String()
+}

@@ -1,0 +1,374 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bestofn/bestofn/explore"
+	"github.com/bestofn/bestofn/github"
+	"github.com/bestofn/bestofn/store"
+)
+
+// writeRoles may start runs: "write, maintain or admin on the repository"
+// (design doc, "Intake").
+var writeRoles = map[string]bool{"admin": true, "maintain": true, "write": true}
+
+// MaxJobTries is how many times a job is started before it is given up: a
+// job that was interrupted (the bot restarted) runs again, but one that keeps
+// taking the process down does not loop forever.
+const MaxJobTries = 3
+
+// runJob runs one claimed job and records how it ended. A panic in the job
+// is turned into a failed job, never a dead worker.
+func (s *Server) runJob(ctx context.Context, job *store.Job) {
+	log := s.log.With("job", job.ID, "repo", job.Repo, "issue", job.Issue, "github_delivery_id", job.DeliveryID,
+		"github_installation_id", job.InstallationID)
+	jctx, cancel := context.WithCancel(ctx)
+	s.mu.Lock()
+	s.cancels[job.ID] = cancel
+	s.mu.Unlock()
+	defer func() {
+		cancel()
+		s.mu.Lock()
+		delete(s.cancels, job.ID)
+		s.mu.Unlock()
+	}()
+
+	if job.Tries > MaxJobTries {
+		log.Error("job given up after repeated interruptions", "tries", job.Tries)
+		_ = s.opts.Store.FinishJob(ctx, job.ID, store.JobFailed, fmt.Sprintf("interrupted %d times; given up", job.Tries-1))
+		return
+	}
+	status, err := func() (status store.JobStatus, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				status, err = store.JobFailed, fmt.Errorf("panic: %v", p)
+			}
+		}()
+		switch job.Kind {
+		case JobRun:
+			return s.runIssue(jctx, log, job)
+		default:
+			return store.JobFailed, fmt.Errorf("unknown job kind %q", job.Kind)
+		}
+	}()
+	if ctx.Err() != nil {
+		// Shutting down: leave the job running; the next start requeues it.
+		log.Info("job interrupted by shutdown")
+		return
+	}
+	errText := ""
+	if err != nil {
+		errText = err.Error()
+		log.Error("job failed", "err", err)
+	}
+	if ferr := s.opts.Store.FinishJob(context.WithoutCancel(ctx), job.ID, status, errText); ferr != nil {
+		log.Error("finish job", "err", ferr)
+	}
+}
+
+// runIssue is the main job: check the trigger against the repository's
+// configuration, check the sender may, then run best-of-N and publish.
+func (s *Server) runIssue(ctx context.Context, log *slog.Logger, job *store.Job) (store.JobStatus, error) {
+	var req runRequest
+	if err := json.Unmarshal(job.Payload, &req); err != nil {
+		return store.JobFailed, fmt.Errorf("decode job payload: %w", err)
+	}
+	gh, err := s.opts.GitHub.Installation(job.InstallationID)
+	if err != nil {
+		return store.JobFailed, err
+	}
+	cfgData, _, err := gh.FetchFile(ctx, req.Owner, req.Name, explore.ConfigPath, req.DefaultBranch)
+	if err != nil {
+		return store.JobFailed, err
+	}
+	// The label is known only from the file; a bad file still names its label
+	// when it can be read, so its errors reach the right issues.
+	cfg, cfgErr := explore.ParseConfig(cfgData, nil)
+	if req.Label != "" && req.Label != cfg.Label {
+		log.Debug("label is not the configured one", "label", req.Label, "configured", cfg.Label)
+		return store.JobIgnored, nil
+	}
+	if cfgErr != nil {
+		s.metrics.runs.WithLabelValues("config_error").Inc()
+		body := fmt.Sprintf("⚠️ bestofn did not start: the configuration file has problems.\n\n%s\n\nFix `%s` on the default branch and add the label again.",
+			bulletConfigError(cfgErr), explore.ConfigPath)
+		if _, err := gh.CreateIssueComment(ctx, req.Owner, req.Name, req.Issue, marker(0, "")+body+footer(0)); err != nil {
+			return store.JobFailed, err
+		}
+		return store.JobDone, nil
+	}
+	role, err := gh.Permission(ctx, req.Owner, req.Name, req.Sender)
+	if err != nil {
+		return store.JobFailed, err
+	}
+	if !writeRoles[role] {
+		s.metrics.runs.WithLabelValues("refused").Inc()
+		body := fmt.Sprintf("@%s bestofn runs only for people with write access to this repository (you have %s). A maintainer can add the `%s` label to start it.",
+			req.Sender, role, cfg.Label)
+		if _, err := gh.CreateIssueComment(ctx, req.Owner, req.Name, req.Issue, marker(0, "")+body+footer(0)); err != nil {
+			return store.JobFailed, err
+		}
+		return store.JobDone, nil
+	}
+
+	run := &store.Run{JobID: job.ID, Repo: req.repo(), Issue: req.Issue, Status: store.RunPreparing}
+	if err := s.opts.Store.CreateRun(ctx, run); err != nil {
+		return store.JobFailed, err
+	}
+	log = log.With("run", run.ID)
+	st := &statusComment{s: s, gh: gh, req: req, run: run}
+	if err := st.update(ctx, renderStatus(run.ID, s.runURL(run.ID), statusView{Phase: "preparing", Note: "Fetching the repository."})); err != nil {
+		return store.JobFailed, err
+	}
+	if err := s.opts.Store.UpdateRun(ctx, run); err != nil {
+		return store.JobFailed, err
+	}
+
+	res, err := s.execute(ctx, log, gh, req, cfgData, run, st)
+	if err != nil {
+		s.metrics.runs.WithLabelValues("failed").Inc()
+		run.Status, run.Error, run.FinishedAt = store.RunFailed, err.Error(), time.Now()
+		if ctx.Err() != nil {
+			run.Status, run.Error = store.RunCancelled, "cancelled"
+		}
+		bg := context.WithoutCancel(ctx)
+		_ = s.opts.Store.UpdateRun(bg, run)
+		_ = st.update(bg, renderStatus(run.ID, s.runURL(run.ID), statusView{Phase: "failed", Note: failureNote(err), Result: res}))
+		if ctx.Err() != nil {
+			return store.JobFailed, ctx.Err()
+		}
+		return store.JobFailed, err
+	}
+	return store.JobDone, nil
+}
+
+// execute clones, runs the engine and publishes; the status comment follows
+// every step.
+func (s *Server) execute(ctx context.Context, log *slog.Logger, gh *github.Client, req runRequest, cfgData []byte,
+	run *store.Run, st *statusComment) (*explore.Result, error) {
+	runDir := filepath.Join(s.opts.DataDir, "runs", strconv.FormatInt(run.ID, 10))
+	if err := os.RemoveAll(runDir); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(runDir)
+	token, err := gh.Token(ctx)
+	if err != nil {
+		return nil, err
+	}
+	repoDir := filepath.Join(runDir, "repo")
+	base, err := github.CloneBranch(ctx, req.CloneURL, token, repoDir, req.DefaultBranch)
+	token = ""
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := explore.ParseConfig(cfgData, os.DirFS(repoDir))
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Agent == "" {
+		cfg.Agent = s.opts.DefaultAgent
+	}
+	if cfg.Agent == "" {
+		return nil, errors.New("no agent configured: set `agent` in " + explore.ConfigPath)
+	}
+	run.BaseCommit = base
+	run.Config, _ = json.Marshal(cfg)
+	if err := s.opts.Store.UpdateRun(ctx, run); err != nil {
+		return nil, err
+	}
+
+	comments, err := gh.IssueComments(ctx, req.Owner, req.Name, req.Issue)
+	if err != nil {
+		return nil, err
+	}
+	issue := explore.Issue{Number: req.Issue, Title: req.Title, Body: req.Body}
+	for _, c := range comments {
+		if c.UserType == "Bot" || strings.HasSuffix(c.User, "[bot]") {
+			continue
+		}
+		issue.Comments = append(issue.Comments, explore.IssueComment{Author: c.User, Body: c.Body})
+	}
+	task := explore.Task{
+		Repo: req.repo(), RepoDir: repoDir, BaseCommit: base, Issue: issue, Config: cfg,
+		AgentFiles: s.opts.AgentFiles, AgentEnv: s.opts.AgentEnv,
+		Labels: map[string]string{"run": strconv.FormatInt(run.ID, 10)},
+	}
+	if cfg.Agent != s.opts.DefaultAgent {
+		task.AgentFiles = nil // the default agent's helper files go only with it
+	}
+	saved := map[int]bool{}
+	observe := func(p explore.Progress) {
+		for k, a := range p.Finished {
+			if !saved[k] {
+				saved[k] = true
+				s.metrics.attempts.WithLabelValues(string(a.Outcome.Kind)).Inc()
+				if err := s.opts.Store.SaveAttempt(context.WithoutCancel(ctx), attemptRow(run.ID, a)); err != nil {
+					log.Error("save attempt", "attempt", k, "err", err)
+				}
+			}
+		}
+		if p.Phase == explore.PhaseAttempting && run.Status == store.RunPreparing {
+			run.Status = store.RunAttempting
+			_ = s.opts.Store.UpdateRun(context.WithoutCancel(ctx), run)
+		}
+		if err := st.update(ctx, renderStatus(run.ID, s.runURL(run.ID), statusFromProgress(p, cfg))); err != nil {
+			log.Warn("edit status comment", "err", err)
+		}
+	}
+	res, err := s.engine.Run(ctx, task, observe)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics.runSeconds.Observe(res.Duration.Seconds())
+	run.Winner = res.Winner
+	run.Status = store.RunPublishing
+	if err := s.opts.Store.UpdateRun(ctx, run); err != nil {
+		return res, err
+	}
+	_ = st.update(ctx, renderStatus(run.ID, s.runURL(run.ID), statusView{Phase: "publishing", Result: res, Config: cfg}))
+
+	card := renderScorecard(run.ID, s.runURL(run.ID), req, cfg, res)
+	if res.Winner == 0 {
+		if _, err := gh.CreateIssueComment(ctx, req.Owner, req.Name, req.Issue, card); err != nil {
+			return res, err
+		}
+		s.metrics.runs.WithLabelValues("no_pass").Inc()
+	} else {
+		number, url, err := s.publish(ctx, gh, run.ID, req, repoDir, cfg, res)
+		if err != nil {
+			return res, fmt.Errorf("publish: %w", err)
+		}
+		run.PRNumber, run.PRURL = number, url
+		if _, err := gh.CreateIssueComment(ctx, req.Owner, req.Name, number, card); err != nil {
+			return res, err
+		}
+		s.metrics.runs.WithLabelValues("pr").Inc()
+	}
+	run.Status, run.FinishedAt = store.RunDone, time.Now()
+	if err := s.opts.Store.UpdateRun(ctx, run); err != nil {
+		return res, err
+	}
+	view := statusView{Phase: "done", Result: res, Config: cfg, PRNumber: run.PRNumber, PRURL: run.PRURL}
+	if err := st.update(ctx, renderStatus(run.ID, s.runURL(run.ID), view)); err != nil {
+		return res, err
+	}
+	log.Info("run done", "winner", res.Winner, "pr", run.PRNumber)
+	return res, nil
+}
+
+// publish commits the winning patch on bestofn/issue-<N> with the base
+// commit as parent (Git Data API), points the branch at it (creating or
+// force-updating it) and opens or updates the pull request. It returns the
+// pull request's number and URL.
+func (s *Server) publish(ctx context.Context, gh *github.Client, runID int64, req runRequest, repoDir string, cfg explore.Config,
+	res *explore.Result) (int, string, error) {
+	win := res.WinningAttempt()
+	files, err := explore.PatchFiles(ctx, repoDir, res.BaseCommit, win.Patch.Diff)
+	if err != nil {
+		return 0, "", err
+	}
+	changes := make([]github.FileChange, 0, len(files))
+	for _, f := range files {
+		changes = append(changes, github.FileChange{Path: f.Path, Mode: f.Mode, Content: f.Content, Delete: f.Deleted})
+	}
+	msg := fmt.Sprintf("Fix #%d: %s\n\nAttempt %d of %d, chosen by bestofn: %s.", req.Issue, req.Title, win.Number, len(res.Attempts), res.Decided)
+	sha, err := gh.CommitFiles(ctx, req.Owner, req.Name, github.CommitRequest{BaseCommit: res.BaseCommit, Message: msg, Changes: changes})
+	if err != nil {
+		return 0, "", err
+	}
+	branch := fmt.Sprintf("bestofn/issue-%d", req.Issue)
+	if err := gh.SetBranch(ctx, req.Owner, req.Name, branch, sha); err != nil {
+		return 0, "", err
+	}
+	number, url, _, err := gh.EnsurePullRequest(ctx, req.Owner, req.Name, github.PullRequestSpec{
+		Head: branch, Base: req.DefaultBranch, Title: fmt.Sprintf("Fix #%d: %s", req.Issue, req.Title),
+		Body: renderPRBody(runID, req, cfg, res), Draft: true,
+	})
+	return number, url, err
+}
+
+// attemptRow converts an engine attempt to its store row.
+func attemptRow(runID int64, a *explore.Attempt) *store.Attempt {
+	added, deleted := 0, 0
+	for _, c := range a.Patch.Changes {
+		added += c.Added
+		deleted += c.Deleted
+	}
+	detail, _ := json.Marshal(map[string]any{
+		"paths": a.Outcome.Paths, "changes": a.Patch.Changes,
+		"agent_log": string(a.AgentLog), "test_log": string(a.TestLog),
+	})
+	return &store.Attempt{
+		RunID: runID, Number: a.Number, Hint: a.Hint, Outcome: a.Outcome.Text, OutcomeKind: string(a.Outcome.Kind),
+		Patch: a.Patch.Diff, LinesAdded: added, LinesDeleted: deleted, FilesChanged: len(a.Patch.Changes),
+		AgentExit: a.AgentExit, AgentDuration: a.AgentDuration, GradeDuration: a.GradeDuration,
+		CPUSeconds: a.Usage.CPUSeconds, FinishedAt: a.Finished, Detail: string(detail),
+	}
+}
+
+func failureNote(err error) string {
+	var se *explore.SetupError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("The setup command failed on the base (%s), so no attempt ran.\n\n%s", se.Error(), details("setup log", se.Log))
+	}
+	return "The run stopped: " + err.Error()
+}
+
+func bulletConfigError(err error) string {
+	var ce *explore.ConfigError
+	if !errors.As(err, &ce) {
+		return "- " + err.Error()
+	}
+	var b strings.Builder
+	if len(ce.Unknown) > 0 {
+		fmt.Fprintf(&b, "- unknown keys: %s\n", "`"+strings.Join(ce.Unknown, "`, `")+"`")
+	}
+	for _, m := range ce.Invalid {
+		fmt.Fprintf(&b, "- %s\n", m)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// runURL is the run page's address, or "" without PublicURL.
+func (s *Server) runURL(id int64) string {
+	if s.opts.PublicURL == "" {
+		return ""
+	}
+	return strings.TrimSuffix(s.opts.PublicURL, "/") + "/runs/" + strconv.FormatInt(id, 10)
+}
+
+// statusComment is a run's one status comment on the issue: created on the
+// first update, edited in place afterwards, and only when its text changes.
+type statusComment struct {
+	s    *Server
+	gh   *github.Client
+	req  runRequest
+	run  *store.Run
+	last string
+}
+
+func (c *statusComment) update(ctx context.Context, body string) error {
+	if body == c.last {
+		return nil
+	}
+	if c.run.StatusCommentID == 0 {
+		cm, err := c.gh.CreateIssueComment(ctx, c.req.Owner, c.req.Name, c.req.Issue, body)
+		if err != nil {
+			return err
+		}
+		c.run.StatusCommentID = cm.ID
+	} else if err := c.gh.EditIssueComment(ctx, c.req.Owner, c.req.Name, c.run.StatusCommentID, body); err != nil {
+		return err
+	}
+	c.last = body
+	return nil
+}
