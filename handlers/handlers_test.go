@@ -1,0 +1,470 @@
+package handlers_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bestofn/bestofn/examples"
+	"github.com/bestofn/bestofn/github"
+	"github.com/bestofn/bestofn/github/githubtest"
+	"github.com/bestofn/bestofn/handlers"
+	"github.com/bestofn/bestofn/sandbox/local"
+	"github.com/bestofn/bestofn/store"
+)
+
+const (
+	secret       = "test-webhook-secret"
+	installation = 31337
+	maintainer   = "octocat-user"
+)
+
+// env is one bot wired to a GitHub double, on real SQLite, real git and the
+// local sandbox backend.
+type env struct {
+	t       *testing.T
+	gh      *githubtest.Server
+	db      *store.DB
+	bot     *httptest.Server
+	dataDir string
+	repo    string
+	base    string
+}
+
+// newEnv starts a bot whose GitHub double hosts the example repository as
+// owner/name; edit, when set, changes the repository's files first.
+func newEnv(t *testing.T, name string, edit func(dir string)) *env {
+	t.Helper()
+	gh, err := githubtest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gh.Close)
+	src := t.TempDir()
+	copyFS(t, examples.FS, "median", src)
+	if edit != nil {
+		edit(src)
+	}
+	e := &env{t: t, gh: gh, repo: "octo-org/" + name, dataDir: t.TempDir()}
+	if e.base, err = gh.AddRepo("octo-org", name, src, "main"); err != nil {
+		t.Fatal(err)
+	}
+	gh.AddInstallation(installation, e.repo)
+	gh.SetPermission(e.repo, maintainer, "admin")
+	if err := gh.AddIssue(e.repo, 7, "median() is wrong for even lengths", "median([4, 1, 3, 2]) returns 3, not 2.5"); err != nil {
+		t.Fatal(err)
+	}
+
+	app, err := github.New(github.Config{AppID: gh.AppID, PrivateKey: gh.PrivateKeyPEM, BaseURL: gh.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.db, err = store.Open(context.Background(), filepath.Join(e.dataDir, "bestofn.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.db.Close() })
+	provider, err := local.New(local.Options{Dir: filepath.Join(e.dataDir, "sandboxes"), Hide: []string{e.dataDir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents, _ := fs.Sub(examples.FS, "agents")
+	srv, err := handlers.New(handlers.Options{
+		Secret: []byte(secret), Store: e.db, GitHub: app, Provider: provider, DataDir: e.dataDir,
+		Workers: 2, DefaultAgent: "bash /bestofn/agent/run.sh", AgentFiles: agents,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); srv.Wait() })
+	e.bot = httptest.NewServer(srv.Handler())
+	t.Cleanup(e.bot.Close)
+	return e
+}
+
+func copyFS(t *testing.T, fsys fs.FS, dir, dst string) {
+	t.Helper()
+	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, strings.TrimPrefix(strings.TrimPrefix(p, dir), "/"))
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fixture reads a real webhook payload from shared/fixtures (beside the
+// repository), falling back to the identical copy embedded in examples.
+func fixture(t *testing.T, name string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "shared", "fixtures", "webhooks", name))
+	if err != nil {
+		data, err = fs.ReadFile(examples.FS, "webhooks/"+name)
+		if err != nil {
+			t.Skipf("fixture %s not found", name)
+		}
+	}
+	var p map[string]any
+	if err := json.Unmarshal(data, &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// labeled is GitHub's issues.labeled example, pointed at the double: the
+// repository, the issue number, the label and an installation (a GitHub App
+// delivery always has one; the example is a repository-hook payload).
+func (e *env) labeled(label, sender string) []byte {
+	p := fixture(e.t, "issues.labeled.json")
+	owner, name, _ := strings.Cut(e.repo, "/")
+	repo := p["repository"].(map[string]any)
+	repo["name"], repo["full_name"], repo["clone_url"], repo["default_branch"] = name, e.repo, e.gh.CloneURL(e.repo), "main"
+	repo["owner"].(map[string]any)["login"] = owner
+	issue := p["issue"].(map[string]any)
+	issue["number"] = 7
+	issue["title"] = "median() is wrong for even lengths"
+	issue["body"] = "median([4, 1, 3, 2]) returns 3, not 2.5. $(touch /tmp/pwned) `rm -rf /`"
+	p["label"].(map[string]any)["name"] = label
+	p["sender"].(map[string]any)["login"] = sender
+	p["installation"] = map[string]any{"id": installation, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMzEzMzc="}
+	data, err := json.Marshal(p)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return data
+}
+
+func sign(body []byte, key string) string {
+	mac := hmac.New(sha256.New, []byte(key))
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+func (e *env) post(event, delivery string, body []byte, signature string) int {
+	e.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, e.bot.URL+"/webhook", bytes.NewReader(body))
+	req.Header.Set("X-GitHub-Event", event)
+	req.Header.Set("X-GitHub-Delivery", delivery)
+	req.Header.Set("Content-Type", "application/json")
+	if signature != "" {
+		req.Header.Set("X-Hub-Signature-256", signature)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// wait waits for every job to reach a final status and returns the jobs.
+func (e *env) wait() []*store.Job {
+	e.t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		jobs, err := e.db.Jobs(context.Background(), store.JobFilter{})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		done := true
+		for _, j := range jobs {
+			if j.Status == store.JobQueued || j.Status == store.JobRunning {
+				done = false
+			}
+		}
+		if done {
+			return jobs
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("jobs did not finish: %+v", jobs[0])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (e *env) git(args ...string) string {
+	e.t.Helper()
+	out, err := exec.Command("git", append([]string{"--git-dir", e.gh.GitDir(e.repo)}, args...)...).CombinedOutput()
+	if err != nil {
+		e.t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func TestEndToEnd(t *testing.T) {
+	e := newEnv(t, "stats", nil)
+	body := e.labeled("bestofn", maintainer)
+	if got := e.post("issues", "delivery-1", body, sign(body, secret)); got != http.StatusAccepted {
+		t.Fatalf("webhook answered %d, want 202", got)
+	}
+	jobs := e.wait()
+	if len(jobs) != 1 || jobs[0].Status != store.JobDone {
+		t.Fatalf("jobs = %+v", jobs[0])
+	}
+
+	// The same delivery again starts nothing.
+	if got := e.post("issues", "delivery-1", body, sign(body, secret)); got != http.StatusOK {
+		t.Errorf("redelivery answered %d, want 200", got)
+	}
+	if jobs := e.wait(); len(jobs) != 1 {
+		t.Errorf("redelivery made %d jobs, want 1", len(jobs))
+	}
+	runs, _ := e.db.Runs(context.Background(), store.RunFilter{})
+	if len(runs) != 1 {
+		t.Fatalf("runs = %d, want 1", len(runs))
+	}
+	run := runs[0]
+
+	// One pull request from bestofn/issue-7 whose commit sits on the base
+	// and changes exactly what attempt 1 changed.
+	pulls := e.gh.Pulls(e.repo)
+	if len(pulls) != 1 {
+		t.Fatalf("pulls = %d, want 1", len(pulls))
+	}
+	pr := pulls[0]
+	if pr.Head != "bestofn/issue-7" || pr.Base != "main" || pr.Title != "Fix #7: median() is wrong for even lengths" {
+		t.Errorf("pull = %+v", pr)
+	}
+	if !strings.Contains(pr.Body, "Fixes #7") || !strings.Contains(pr.Body, "Make the smallest change that fixes the bug.") {
+		t.Errorf("pull body lacks Fixes #7 or the winning hint:\n%s", pr.Body)
+	}
+	if parent := e.git("rev-parse", pr.HeadSHA+"^"); parent != e.base {
+		t.Errorf("commit parent = %s, want base %s", parent, e.base)
+	}
+	if n := e.git("rev-list", "--count", e.base+".."+pr.HeadSHA); n != "1" {
+		t.Errorf("%s commits on the branch, want 1", n)
+	}
+	if files := e.git("diff", "--name-status", e.base, pr.HeadSHA); files != "M\tstats.py" {
+		t.Errorf("branch changes %q, want only stats.py", files)
+	}
+	attempts, _ := e.db.Attempts(context.Background(), run.ID)
+	winner := attempts[0]
+	if run.Winner != 1 || winner.OutcomeKind != "pass" {
+		t.Fatalf("winner = %d (%s)", run.Winner, winner.Outcome)
+	}
+	if got := e.git("diff", "--full-index", e.base, pr.HeadSHA); !strings.Contains(string(winner.Patch), strings.SplitN(got, "\n", 2)[1]) {
+		t.Errorf("branch diff differs from attempt 1's patch:\n%s\n---\n%s", got, winner.Patch)
+	}
+	if !e.gh.Verified(pr.HeadSHA) {
+		t.Errorf("the commit was not made through the Git Data API by the App")
+	}
+
+	// The scorecard on the pull request, one row per attempt.
+	want := map[int]string{1: "✅ pass", 2: "❌ edited tests (tests/test_stats.py)", 3: "❌ changed test config (conftest.py)",
+		4: "❌ tests failed (2 of 6)", 5: "⚪ no change"}
+	prComments := e.gh.Comments(e.repo, pr.Number)
+	if len(prComments) != 1 || !strings.Contains(prComments[0].Body, "bestofn:run=1 scorecard") {
+		t.Fatalf("comments on the pull request = %+v", prComments)
+	}
+	card := prComments[0].Body
+	for k, outcome := range want {
+		row := "| " + map[bool]string{true: "1 🏆", false: string(rune('0' + k))}[k == 1] + " |"
+		line := ""
+		for _, l := range strings.Split(card, "\n") {
+			if strings.HasPrefix(l, row) {
+				line = l
+			}
+		}
+		if !strings.Contains(line, outcome) {
+			t.Errorf("scorecard row %d = %q, want %q", k, line, outcome)
+		}
+	}
+	if len(card) > handlers.MaxCommentBytes {
+		t.Errorf("scorecard is %d bytes", len(card))
+	}
+
+	// One status comment on the issue, edited in place, linking the PR.
+	issueComments := e.gh.Comments(e.repo, 7)
+	if len(issueComments) != 1 {
+		t.Fatalf("comments on the issue = %d, want 1 status comment", len(issueComments))
+	}
+	st := issueComments[0]
+	if st.Edits == 0 || !strings.Contains(st.Body, "bestofn:run=1 status") || !strings.Contains(st.Body, "#"+strconv.Itoa(pr.Number)) {
+		t.Errorf("status comment (edits %d):\n%s", st.Edits, st.Body)
+	}
+
+	// No installation token anywhere under DATA_DIR.
+	tokens := e.gh.Tokens()
+	if len(tokens) == 0 {
+		t.Fatal("no token was minted")
+	}
+	filepath.WalkDir(e.dataDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		data, _ := os.ReadFile(p)
+		for _, tok := range tokens {
+			if bytes.Contains(data, []byte(tok)) {
+				t.Errorf("token found in %s", p)
+			}
+		}
+		return nil
+	})
+	if _, err := os.Stat("/tmp/pwned"); err == nil {
+		t.Errorf("issue text was run as a shell command")
+	}
+	t.Logf("GitHub API requests for the run: %d", len(e.gh.Requests()))
+}
+
+func itoa(n int) string {
+	return strings.TrimSpace(strings.Repeat(" ", 0) + func() string { b, _ := json.Marshal(n); return string(b) }())
+}
+
+func TestNoPassingAttempt(t *testing.T) {
+	e := newEnv(t, "nopass", func(dir string) {
+		// Only the attempts that change nothing or cheat run.
+		os.WriteFile(filepath.Join(dir, ".github/bestofn.yml"), []byte(
+			"attempts: 2\nagent: bash /bestofn/agent/attempt-$((BESTOFN_ATTEMPT + 3)).sh\n"+
+				"test: python3 -m unittest discover -s tests -t .\ntests: [\"tests/**\"]\nhidden_tests: .bestofn/hidden\n"), 0o644)
+	})
+	body := e.labeled("bestofn", maintainer)
+	e.post("issues", "d-nopass", body, sign(body, secret))
+	e.wait()
+	if pulls := e.gh.Pulls(e.repo); len(pulls) != 0 {
+		t.Fatalf("a pull request was opened: %+v", pulls)
+	}
+	comments := e.gh.Comments(e.repo, 7)
+	if len(comments) != 2 {
+		t.Fatalf("issue comments = %d, want status + scorecard", len(comments))
+	}
+	if !strings.Contains(comments[1].Body, "No attempt passed") || !strings.Contains(comments[1].Body, "scorecard") {
+		t.Errorf("scorecard on the issue:\n%s", comments[1].Body)
+	}
+	if _, ok := e.gh.Branch(e.repo, "bestofn/issue-7"); ok {
+		t.Errorf("a branch was pushed")
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	tests := map[string]struct {
+		config   string
+		label    string
+		sender   string
+		comment  string // "" means no comment at all
+		wantJobs store.JobStatus
+	}{
+		"ConfigErrorNamesKeys": {config: "attempts: 20\ntimeout: 5\nflavour: x\n", label: "bestofn", sender: maintainer,
+			comment: "unknown keys: `flavour`, `timeout`", wantJobs: store.JobDone},
+		"ReadOnlySender":  {label: "bestofn", sender: "reader", comment: "write access", wantJobs: store.JobDone},
+		"OtherLabel":      {label: "bug", sender: maintainer, wantJobs: store.JobIgnored},
+		"ConfiguredLabel": {config: "label: ai-fix\n", label: "bestofn", sender: maintainer, wantJobs: store.JobIgnored},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, "refuse", func(dir string) {
+				if tc.config != "" {
+					os.WriteFile(filepath.Join(dir, ".github/bestofn.yml"), []byte(tc.config), 0o644)
+				}
+			})
+			e.gh.SetPermission(e.repo, "reader", "read")
+			body := e.labeled(tc.label, tc.sender)
+			if got := e.post("issues", "d-"+name, body, sign(body, secret)); got != http.StatusAccepted {
+				t.Fatalf("webhook answered %d", got)
+			}
+			jobs := e.wait()
+			if jobs[0].Status != tc.wantJobs {
+				t.Errorf("job status = %s (%s), want %s", jobs[0].Status, jobs[0].Error, tc.wantJobs)
+			}
+			comments := e.gh.Comments(e.repo, 7)
+			if tc.comment == "" {
+				if len(comments) != 0 {
+					t.Errorf("comments = %+v, want none", comments)
+				}
+			} else if len(comments) != 1 || !strings.Contains(comments[0].Body, tc.comment) {
+				t.Errorf("comments = %+v, want one containing %q", comments, tc.comment)
+			}
+			if runs, _ := e.db.Runs(context.Background(), store.RunFilter{}); len(runs) != 0 {
+				t.Errorf("a run started")
+			}
+			if len(e.gh.Pulls(e.repo)) != 0 {
+				t.Errorf("a pull request was opened")
+			}
+		})
+	}
+}
+
+func TestWebhookIntake(t *testing.T) {
+	e := newEnv(t, "intake", nil)
+	labeled := e.labeled("bestofn", maintainer)
+	bot := e.labeled("bestofn", "renovate[bot]")
+	var botType map[string]any
+	json.Unmarshal(labeled, &botType)
+	botType["sender"].(map[string]any)["type"] = "Bot"
+	botTyped, _ := json.Marshal(botType)
+	opened, _ := json.Marshal(fixture(t, "issues.opened.json"))
+	ping, _ := json.Marshal(fixture(t, "ping.json"))
+	closed, _ := json.Marshal(fixture(t, "pull_request.closed.json"))
+	noInstallation, _ := json.Marshal(fixture(t, "issues.labeled.json"))
+	tests := map[string]struct {
+		event     string
+		body      []byte
+		signature string
+		want      int
+	}{
+		"MissingSignature":    {event: "issues", body: labeled, want: http.StatusUnauthorized},
+		"WrongSignature":      {event: "issues", body: labeled, signature: sign(labeled, "other"), want: http.StatusUnauthorized},
+		"SHA1Only":            {event: "issues", body: labeled, signature: "sha1=7d38cdd689735b008b3c702edd92eea23791c5f6", want: http.StatusUnauthorized},
+		"SignatureNotHex":     {event: "issues", body: labeled, signature: "sha256=zz", want: http.StatusUnauthorized},
+		"Ping":                {event: "ping", body: ping, signature: sign(ping, secret), want: http.StatusOK},
+		"IssueOpened":         {event: "issues", body: opened, signature: sign(opened, secret), want: http.StatusAccepted},
+		"OtherEvent":          {event: "pull_request", body: closed, signature: sign(closed, secret), want: http.StatusAccepted},
+		"BotLogin":            {event: "issues", body: bot, signature: sign(bot, secret), want: http.StatusAccepted},
+		"BotType":             {event: "issues", body: botTyped, signature: sign(botTyped, secret), want: http.StatusAccepted},
+		"NoInstallation":      {event: "issues", body: noInstallation, signature: sign(noInstallation, secret), want: http.StatusAccepted},
+		"Malformed":           {event: "issues", body: []byte(`{"action":`), signature: sign([]byte(`{"action":`), secret), want: http.StatusBadRequest},
+		"WrongTypes":          {event: "issues", body: []byte(`{"action":"labeled","issue":"x"}`), signature: sign([]byte(`{"action":"labeled","issue":"x"}`), secret), want: http.StatusBadRequest},
+		"LabeledWithoutIssue": {event: "issues", body: []byte(`{"action":"labeled"}`), signature: sign([]byte(`{"action":"labeled"}`), secret), want: http.StatusBadRequest},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := e.post(tc.event, "d-"+name, tc.body, tc.signature); got != tc.want {
+				t.Errorf("status = %d, want %d", got, tc.want)
+			}
+			if _, err := e.db.Delivery(context.Background(), "d-"+name); err == nil {
+				t.Errorf("delivery was stored")
+			}
+		})
+	}
+	if jobs, _ := e.db.Jobs(context.Background(), store.JobFilter{}); len(jobs) != 0 {
+		t.Errorf("jobs = %d, want none", len(jobs))
+	}
+	t.Run("TooLarge", func(t *testing.T) {
+		big := bytes.Repeat([]byte(" "), handlers.MaxPayloadBytes+1)
+		if got := e.post("issues", "d-big", big, sign(big, secret)); got != http.StatusRequestEntityTooLarge {
+			t.Errorf("status = %d, want 413", got)
+		}
+	})
+	t.Run("Healthz", func(t *testing.T) {
+		resp, err := http.Get(e.bot.URL + "/healthz")
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("healthz: %v %v", resp, err)
+		}
+	})
+}
