@@ -59,8 +59,9 @@ type ExecRequest struct {
 // ExecResult is the outcome of a command. A timeout or a non-zero exit is a
 // result, not an error.
 type ExecResult struct {
-	// ExitCode is the command's exit status; -1 when it was killed by a signal
-	// or timed out.
+	// ExitCode is the command's exit status; -1 when it timed out or was
+	// killed by a signal (a backend that runs commands through a wrapper,
+	// such as bubblewrap, may report a signal as 128+signal instead).
 	ExitCode int
 	// Stdout and Stderr are the last OutputLimit bytes of each stream.
 	Stdout, Stderr []byte

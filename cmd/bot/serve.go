@@ -150,6 +150,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err != nil {
 		return err
 	}
+	if err := provider.Prune(ctx); err != nil {
+		return fmt.Errorf("clean up sandboxes left by an earlier process: %w", err)
+	}
 	if iso := provider.Isolation(); !iso.Namespaces && !cfg.AllowUnisolated {
 		return fmt.Errorf("refusing to run attempts unisolated (%s); install bubblewrap or set ALLOW_UNISOLATED=1", strings.Join(iso.Notes, "; "))
 	}
