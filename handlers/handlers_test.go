@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -35,7 +36,7 @@ const (
 // env is one bot wired to a GitHub double, on real SQLite, real git and the
 // local sandbox backend.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	gh      *githubtest.Server
 	db      *store.DB
 	bot     *httptest.Server
@@ -46,7 +47,7 @@ type env struct {
 
 // newEnv starts a bot whose GitHub double hosts the example repository as
 // owner/name; edit, when set, changes the repository's files first.
-func newEnv(t *testing.T, name string, edit func(dir string)) *env {
+func newEnv(t testing.TB, name string, edit func(dir string)) *env {
 	t.Helper()
 	gh, err := githubtest.New()
 	if err != nil {
@@ -83,6 +84,7 @@ func newEnv(t *testing.T, name string, edit func(dir string)) *env {
 	}
 	agents, _ := fs.Sub(examples.FS, "agents")
 	srv, err := handlers.New(handlers.Options{
+		Log:    slog.New(slog.NewTextHandler(tbWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Secret: []byte(secret), Store: e.db, GitHub: app, Provider: provider, DataDir: e.dataDir,
 		Workers: 2, DefaultAgent: "bash /bestofn/agent/run.sh", AgentFiles: agents,
 	})
@@ -99,7 +101,15 @@ func newEnv(t *testing.T, name string, edit func(dir string)) *env {
 	return e
 }
 
-func copyFS(t *testing.T, fsys fs.FS, dir, dst string) {
+// tbWriter sends the bot's log lines to the test's log.
+type tbWriter struct{ t testing.TB }
+
+func (w tbWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
+func copyFS(t testing.TB, fsys fs.FS, dir, dst string) {
 	t.Helper()
 	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -122,7 +132,7 @@ func copyFS(t *testing.T, fsys fs.FS, dir, dst string) {
 
 // fixture reads a real webhook payload from shared/fixtures (beside the
 // repository), falling back to the identical copy embedded in examples.
-func fixture(t *testing.T, name string) map[string]any {
+func fixture(t testing.TB, name string) map[string]any {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "shared", "fixtures", "webhooks", name))
 	if err != nil {

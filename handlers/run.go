@@ -31,17 +31,6 @@ const MaxJobTries = 3
 func (s *Server) runJob(ctx context.Context, job *store.Job) {
 	log := s.log.With("job", job.ID, "repo", job.Repo, "issue", job.Issue, "github_delivery_id", job.DeliveryID,
 		"github_installation_id", job.InstallationID)
-	jctx, cancel := context.WithCancel(ctx)
-	s.mu.Lock()
-	s.cancels[job.ID] = cancel
-	s.mu.Unlock()
-	defer func() {
-		cancel()
-		s.mu.Lock()
-		delete(s.cancels, job.ID)
-		s.mu.Unlock()
-	}()
-
 	if job.Tries > MaxJobTries {
 		log.Error("job given up after repeated interruptions", "tries", job.Tries)
 		_ = s.opts.Store.FinishJob(ctx, job.ID, store.JobFailed, fmt.Sprintf("interrupted %d times; given up", job.Tries-1))
@@ -55,7 +44,7 @@ func (s *Server) runJob(ctx context.Context, job *store.Job) {
 		}()
 		switch job.Kind {
 		case JobRun:
-			return s.runIssue(jctx, log, job)
+			return s.runIssue(ctx, log, job)
 		default:
 			return store.JobFailed, fmt.Errorf("unknown job kind %q", job.Kind)
 		}

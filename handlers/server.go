@@ -64,9 +64,6 @@ type Server struct {
 	metrics *metrics
 	wake    chan struct{}
 	wg      sync.WaitGroup
-
-	mu      sync.Mutex
-	cancels map[int64]context.CancelFunc // running jobs, by job id
 }
 
 // New checks the options and returns a Server. It starts nothing: call Start
@@ -98,7 +95,6 @@ func New(opts Options) (*Server, error) {
 		log:     opts.Log,
 		metrics: newMetrics(opts.Registry),
 		wake:    make(chan struct{}, 1),
-		cancels: map[int64]context.CancelFunc{},
 	}
 	s.engine = &explore.Engine{Provider: opts.Provider, WorkDir: filepath.Join(opts.DataDir, "work"), Log: opts.Log}
 	return s, nil
