@@ -17,7 +17,7 @@ func BenchmarkWebhookIntake(b *testing.B) {
 	sig := sign(body, secret)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		req, _ := http.NewRequest(http.MethodPost, e.bot.URL+"/webhook", bytes.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, e.URL+"/webhook", bytes.NewReader(body))
 		req.Header.Set("X-GitHub-Event", "issues")
 		req.Header.Set("X-GitHub-Delivery", "bench-"+strconv.Itoa(i))
 		req.Header.Set("X-Hub-Signature-256", sig)

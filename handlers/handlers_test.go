@@ -3,14 +3,10 @@ package handlers_test
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,85 +16,45 @@ import (
 	"time"
 
 	"github.com/bestofn/bestofn/examples"
-	"github.com/bestofn/bestofn/github"
-	"github.com/bestofn/bestofn/github/githubtest"
 	"github.com/bestofn/bestofn/handlers"
-	"github.com/bestofn/bestofn/sandbox/local"
+	"github.com/bestofn/bestofn/handlers/handlerstest"
 	"github.com/bestofn/bestofn/store"
 )
 
 const (
-	secret       = "test-webhook-secret"
-	installation = 31337
-	maintainer   = "octocat-user"
+	secret     = handlerstest.Secret
+	maintainer = handlerstest.Maintainer
 )
 
 // env is one bot wired to a GitHub double, on real SQLite, real git and the
-// local sandbox backend.
+// local sandbox backend, with issue #7 open on its repository.
 type env struct {
-	t       testing.TB
-	gh      *githubtest.Server
-	db      *store.DB
-	bot     *httptest.Server
-	dataDir string
-	repo    string
-	base    string
+	*handlerstest.Bot
+	t testing.TB
 }
 
 // newEnv starts a bot whose GitHub double hosts the example repository as
-// owner/name; edit, when set, changes the repository's files first.
+// octo-org/name; edit, when set, changes the repository's files first.
 func newEnv(t testing.TB, name string, edit func(dir string)) *env {
 	t.Helper()
-	gh, err := githubtest.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(gh.Close)
-	src := t.TempDir()
-	copyFS(t, examples.FS, "median", src)
-	if edit != nil {
-		edit(src)
-	}
-	e := &env{t: t, gh: gh, repo: "octo-org/" + name, dataDir: t.TempDir()}
-	if e.base, err = gh.AddRepo("octo-org", name, src, "main"); err != nil {
-		t.Fatal(err)
-	}
-	gh.AddInstallation(installation, e.repo)
-	gh.SetPermission(e.repo, maintainer, "admin")
-	if err := gh.AddIssue(e.repo, 7, "median() is wrong for even lengths", "median([4, 1, 3, 2]) returns 3, not 2.5"); err != nil {
-		t.Fatal(err)
-	}
-
-	app, err := github.New(github.Config{AppID: gh.AppID, PrivateKey: gh.PrivateKeyPEM, BaseURL: gh.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.db, err = store.Open(context.Background(), filepath.Join(e.dataDir, "bestofn.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.db.Close() })
-	provider, err := local.New(local.Options{Dir: filepath.Join(e.dataDir, "sandboxes"), Hide: []string{e.dataDir}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	agents, _ := fs.Sub(examples.FS, "agents")
-	srv, err := handlers.New(handlers.Options{
-		Log:    slog.New(slog.NewTextHandler(tbWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Secret: []byte(secret), Store: e.db, GitHub: app, Provider: provider, DataDir: e.dataDir,
-		Workers: 2, DefaultAgent: "bash /bestofn/agent/run.sh", AgentFiles: agents,
+	b, err := handlerstest.Start(context.Background(), handlerstest.Options{
+		Repo: name, DataDir: t.TempDir(),
+		Edit: func(dir string) error {
+			if edit != nil {
+				edit(dir)
+			}
+			return nil
+		},
+		Log: slog.New(slog.NewTextHandler(tbWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := srv.Start(ctx); err != nil {
+	t.Cleanup(b.Close)
+	if err := b.GitHub.AddIssue(b.Repo, 7, "median() is wrong for even lengths", "median([4, 1, 3, 2]) returns 3, not 2.5"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cancel(); srv.Wait() })
-	e.bot = httptest.NewServer(srv.Handler())
-	t.Cleanup(e.bot.Close)
-	return e
+	return &env{Bot: b, t: t}
 }
 
 // tbWriter sends the bot's log lines to the test's log.
@@ -109,37 +65,13 @@ func (w tbWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func copyFS(t testing.TB, fsys fs.FS, dir, dst string) {
-	t.Helper()
-	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, strings.TrimPrefix(strings.TrimPrefix(p, dir), "/"))
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		data, err := fs.ReadFile(fsys, p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // fixture reads a real webhook payload from shared/fixtures (beside the
-// repository), falling back to the identical copy embedded in examples.
+// repository); tests that need one skip without it.
 func fixture(t testing.TB, name string) map[string]any {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "shared", "fixtures", "webhooks", name))
 	if err != nil {
-		data, err = fs.ReadFile(examples.FS, "webhooks/"+name)
-		if err != nil {
-			t.Skipf("fixture %s not found", name)
-		}
+		t.Skipf("fixture %s not found beside the repository", name)
 	}
 	var p map[string]any
 	if err := json.Unmarshal(data, &p); err != nil {
@@ -148,80 +80,54 @@ func fixture(t testing.TB, name string) map[string]any {
 	return p
 }
 
-// labeled is GitHub's issues.labeled example, pointed at the double: the
-// repository, the issue number, the label and an installation (a GitHub App
-// delivery always has one; the example is a repository-hook payload).
+// labeled is GitHub's issues.labeled example for issue #7, pointed at the
+// double, with an installation added.
 func (e *env) labeled(label, sender string) []byte {
-	p := fixture(e.t, "issues.labeled.json")
-	owner, name, _ := strings.Cut(e.repo, "/")
-	repo := p["repository"].(map[string]any)
-	repo["name"], repo["full_name"], repo["clone_url"], repo["default_branch"] = name, e.repo, e.gh.CloneURL(e.repo), "main"
-	repo["owner"].(map[string]any)["login"] = owner
-	issue := p["issue"].(map[string]any)
-	issue["number"] = 7
-	issue["title"] = "median() is wrong for even lengths"
-	issue["body"] = "median([4, 1, 3, 2]) returns 3, not 2.5. $(touch /tmp/pwned) `rm -rf /`"
-	p["label"].(map[string]any)["name"] = label
-	p["sender"].(map[string]any)["login"] = sender
-	p["installation"] = map[string]any{"id": installation, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMzEzMzc="}
-	data, err := json.Marshal(p)
+	body, err := e.Labeled(7, "median() is wrong for even lengths",
+		"median([4, 1, 3, 2]) returns 3, not 2.5. $(touch /tmp/pwned) `rm -rf /`", label, sender)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return data
+	return body
 }
 
-func sign(body []byte, key string) string {
-	mac := hmac.New(sha256.New, []byte(key))
-	mac.Write(body)
-	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
-}
+func sign(body []byte, key string) string { return handlerstest.Sign(body, key) }
 
 func (e *env) post(event, delivery string, body []byte, signature string) int {
 	e.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, e.bot.URL+"/webhook", bytes.NewReader(body))
-	req.Header.Set("X-GitHub-Event", event)
-	req.Header.Set("X-GitHub-Delivery", delivery)
-	req.Header.Set("Content-Type", "application/json")
-	if signature != "" {
-		req.Header.Set("X-Hub-Signature-256", signature)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	code, err := e.Post(context.Background(), event, delivery, body, signature)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	resp.Body.Close()
-	return resp.StatusCode
+	return code
 }
 
 // wait waits for every job to reach a final status and returns the jobs.
 func (e *env) wait() []*store.Job {
 	e.t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		jobs, err := e.db.Jobs(context.Background(), store.JobFilter{})
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		done := true
-		for _, j := range jobs {
-			if j.Status == store.JobQueued || j.Status == store.JobRunning {
-				done = false
-			}
-		}
-		if done {
-			return jobs
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("jobs did not finish: %+v", jobs[0])
-		}
-		time.Sleep(50 * time.Millisecond)
+	jobs, err := e.WaitJobs(context.Background(), 3*time.Minute)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return jobs
+}
+
+// TestExampleWebhookIsTheFixture: the payload the demo and these tests use
+// is GitHub's example, byte for byte.
+func TestExampleWebhookIsTheFixture(t *testing.T) {
+	shared, err := os.ReadFile(filepath.Join("..", "..", "shared", "fixtures", "webhooks", "issues.labeled.json"))
+	if err != nil {
+		t.Skip("shared/fixtures not beside the repository")
+	}
+	embedded, err := fs.ReadFile(examples.FS, "webhooks/issues.labeled.json")
+	if err != nil || !bytes.Equal(shared, embedded) {
+		t.Fatalf("examples/webhooks/issues.labeled.json differs from the shared fixture (%v)", err)
 	}
 }
 
 func (e *env) git(args ...string) string {
 	e.t.Helper()
-	out, err := exec.Command("git", append([]string{"--git-dir", e.gh.GitDir(e.repo)}, args...)...).CombinedOutput()
+	out, err := exec.Command("git", append([]string{"--git-dir", e.GitHub.GitDir(e.Repo)}, args...)...).CombinedOutput()
 	if err != nil {
 		e.t.Fatalf("git %v: %v\n%s", args, err, out)
 	}
@@ -246,7 +152,7 @@ func TestEndToEnd(t *testing.T) {
 	if jobs := e.wait(); len(jobs) != 1 {
 		t.Errorf("redelivery made %d jobs, want 1", len(jobs))
 	}
-	runs, _ := e.db.Runs(context.Background(), store.RunFilter{})
+	runs, _ := e.Store.Runs(context.Background(), store.RunFilter{})
 	if len(runs) != 1 {
 		t.Fatalf("runs = %d, want 1", len(runs))
 	}
@@ -254,7 +160,7 @@ func TestEndToEnd(t *testing.T) {
 
 	// One pull request from bestofn/issue-7 whose commit sits on the base
 	// and changes exactly what attempt 1 changed.
-	pulls := e.gh.Pulls(e.repo)
+	pulls := e.GitHub.Pulls(e.Repo)
 	if len(pulls) != 1 {
 		t.Fatalf("pulls = %d, want 1", len(pulls))
 	}
@@ -265,31 +171,31 @@ func TestEndToEnd(t *testing.T) {
 	if !strings.Contains(pr.Body, "Fixes #7") || !strings.Contains(pr.Body, "Make the smallest change that fixes the bug.") {
 		t.Errorf("pull body lacks Fixes #7 or the winning hint:\n%s", pr.Body)
 	}
-	if parent := e.git("rev-parse", pr.HeadSHA+"^"); parent != e.base {
-		t.Errorf("commit parent = %s, want base %s", parent, e.base)
+	if parent := e.git("rev-parse", pr.HeadSHA+"^"); parent != e.Base {
+		t.Errorf("commit parent = %s, want base %s", parent, e.Base)
 	}
-	if n := e.git("rev-list", "--count", e.base+".."+pr.HeadSHA); n != "1" {
+	if n := e.git("rev-list", "--count", e.Base+".."+pr.HeadSHA); n != "1" {
 		t.Errorf("%s commits on the branch, want 1", n)
 	}
-	if files := e.git("diff", "--name-status", e.base, pr.HeadSHA); files != "M\tstats.py" {
+	if files := e.git("diff", "--name-status", e.Base, pr.HeadSHA); files != "M\tstats.py" {
 		t.Errorf("branch changes %q, want only stats.py", files)
 	}
-	attempts, _ := e.db.Attempts(context.Background(), run.ID)
+	attempts, _ := e.Store.Attempts(context.Background(), run.ID)
 	winner := attempts[0]
 	if run.Winner != 1 || winner.OutcomeKind != "pass" {
 		t.Fatalf("winner = %d (%s)", run.Winner, winner.Outcome)
 	}
-	if got := e.git("diff", "--full-index", e.base, pr.HeadSHA); !strings.Contains(string(winner.Patch), strings.SplitN(got, "\n", 2)[1]) {
+	if got := e.git("diff", "--full-index", e.Base, pr.HeadSHA); !strings.Contains(string(winner.Patch), strings.SplitN(got, "\n", 2)[1]) {
 		t.Errorf("branch diff differs from attempt 1's patch:\n%s\n---\n%s", got, winner.Patch)
 	}
-	if !e.gh.Verified(pr.HeadSHA) {
+	if !e.GitHub.Verified(pr.HeadSHA) {
 		t.Errorf("the commit was not made through the Git Data API by the App")
 	}
 
 	// The scorecard on the pull request, one row per attempt.
 	want := map[int]string{1: "✅ pass", 2: "❌ edited tests (tests/test_stats.py)", 3: "❌ changed test config (conftest.py)",
 		4: "❌ tests failed (2 of 6)", 5: "⚪ no change"}
-	prComments := e.gh.Comments(e.repo, pr.Number)
+	prComments := e.GitHub.Comments(e.Repo, pr.Number)
 	if len(prComments) != 1 || !strings.Contains(prComments[0].Body, "bestofn:run=1 scorecard") {
 		t.Fatalf("comments on the pull request = %+v", prComments)
 	}
@@ -311,7 +217,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// One status comment on the issue, edited in place, linking the PR.
-	issueComments := e.gh.Comments(e.repo, 7)
+	issueComments := e.GitHub.Comments(e.Repo, 7)
 	if len(issueComments) != 1 {
 		t.Fatalf("comments on the issue = %d, want 1 status comment", len(issueComments))
 	}
@@ -321,11 +227,11 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// No installation token anywhere under DATA_DIR.
-	tokens := e.gh.Tokens()
+	tokens := e.GitHub.Tokens()
 	if len(tokens) == 0 {
 		t.Fatal("no token was minted")
 	}
-	filepath.WalkDir(e.dataDir, func(p string, d fs.DirEntry, err error) error {
+	filepath.WalkDir(e.DataDir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return nil
 		}
@@ -340,7 +246,7 @@ func TestEndToEnd(t *testing.T) {
 	if _, err := os.Stat("/tmp/pwned"); err == nil {
 		t.Errorf("issue text was run as a shell command")
 	}
-	t.Logf("GitHub API requests for the run: %d", len(e.gh.Requests()))
+	t.Logf("GitHub API requests for the run: %d", len(e.GitHub.Requests()))
 }
 
 func itoa(n int) string {
@@ -357,17 +263,17 @@ func TestNoPassingAttempt(t *testing.T) {
 	body := e.labeled("bestofn", maintainer)
 	e.post("issues", "d-nopass", body, sign(body, secret))
 	e.wait()
-	if pulls := e.gh.Pulls(e.repo); len(pulls) != 0 {
+	if pulls := e.GitHub.Pulls(e.Repo); len(pulls) != 0 {
 		t.Fatalf("a pull request was opened: %+v", pulls)
 	}
-	comments := e.gh.Comments(e.repo, 7)
+	comments := e.GitHub.Comments(e.Repo, 7)
 	if len(comments) != 2 {
 		t.Fatalf("issue comments = %d, want status + scorecard", len(comments))
 	}
 	if !strings.Contains(comments[1].Body, "No attempt passed") || !strings.Contains(comments[1].Body, "scorecard") {
 		t.Errorf("scorecard on the issue:\n%s", comments[1].Body)
 	}
-	if _, ok := e.gh.Branch(e.repo, "bestofn/issue-7"); ok {
+	if _, ok := e.GitHub.Branch(e.Repo, "bestofn/issue-7"); ok {
 		t.Errorf("a branch was pushed")
 	}
 }
@@ -393,7 +299,7 @@ func TestRefusals(t *testing.T) {
 					os.WriteFile(filepath.Join(dir, ".github/bestofn.yml"), []byte(tc.config), 0o644)
 				}
 			})
-			e.gh.SetPermission(e.repo, "reader", "read")
+			e.GitHub.SetPermission(e.Repo, "reader", "read")
 			body := e.labeled(tc.label, tc.sender)
 			if got := e.post("issues", "d-"+name, body, sign(body, secret)); got != http.StatusAccepted {
 				t.Fatalf("webhook answered %d", got)
@@ -402,7 +308,7 @@ func TestRefusals(t *testing.T) {
 			if jobs[0].Status != tc.wantJobs {
 				t.Errorf("job status = %s (%s), want %s", jobs[0].Status, jobs[0].Error, tc.wantJobs)
 			}
-			comments := e.gh.Comments(e.repo, 7)
+			comments := e.GitHub.Comments(e.Repo, 7)
 			if tc.comment == "" {
 				if len(comments) != 0 {
 					t.Errorf("comments = %+v, want none", comments)
@@ -410,10 +316,10 @@ func TestRefusals(t *testing.T) {
 			} else if len(comments) != 1 || !strings.Contains(comments[0].Body, tc.comment) {
 				t.Errorf("comments = %+v, want one containing %q", comments, tc.comment)
 			}
-			if runs, _ := e.db.Runs(context.Background(), store.RunFilter{}); len(runs) != 0 {
+			if runs, _ := e.Store.Runs(context.Background(), store.RunFilter{}); len(runs) != 0 {
 				t.Errorf("a run started")
 			}
-			if len(e.gh.Pulls(e.repo)) != 0 {
+			if len(e.GitHub.Pulls(e.Repo)) != 0 {
 				t.Errorf("a pull request was opened")
 			}
 		})
@@ -457,12 +363,12 @@ func TestWebhookIntake(t *testing.T) {
 			if got := e.post(tc.event, "d-"+name, tc.body, tc.signature); got != tc.want {
 				t.Errorf("status = %d, want %d", got, tc.want)
 			}
-			if _, err := e.db.Delivery(context.Background(), "d-"+name); err == nil {
+			if _, err := e.Store.Delivery(context.Background(), "d-"+name); err == nil {
 				t.Errorf("delivery was stored")
 			}
 		})
 	}
-	if jobs, _ := e.db.Jobs(context.Background(), store.JobFilter{}); len(jobs) != 0 {
+	if jobs, _ := e.Store.Jobs(context.Background(), store.JobFilter{}); len(jobs) != 0 {
 		t.Errorf("jobs = %d, want none", len(jobs))
 	}
 	t.Run("TooLarge", func(t *testing.T) {
@@ -472,7 +378,7 @@ func TestWebhookIntake(t *testing.T) {
 		}
 	})
 	t.Run("Healthz", func(t *testing.T) {
-		resp, err := http.Get(e.bot.URL + "/healthz")
+		resp, err := http.Get(e.URL + "/healthz")
 		if err != nil || resp.StatusCode != 200 {
 			t.Fatalf("healthz: %v %v", resp, err)
 		}
