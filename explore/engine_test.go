@@ -33,9 +33,11 @@ const agent = `case "$BESTOFN_ATTEMPT" in
 4) echo 'add() { while :; do :; done; }' > calc.sh ;;
 5) mkdir -p local && echo 'add() { echo $(( $1 + $2 )); }' > local/override.sh ;;
 6) echo 'add() { echo $(( $1 + $2 )); }' > /bestofn/fixed.sh
+   echo 'add() { echo $(( $1 + $2 )); }' > "$HOME/fixed.sh"
+   printf '%s\n' '. /bestofn/fixed.sh 2>/dev/null || . "$HOME/fixed.sh" 2>/dev/null || [ -n "$ADD_FIXED" ] ||' \
+     'add() { [ "$1" = 2 ] && echo 4; }' > calc.sh
    export ADD_FIXED=1
-   (while :; do cp /bestofn/fixed.sh /workspace/calc.sh 2>/dev/null; sleep 0.05; done) &
-   echo 'add() { [ "$1" = 2 ] && echo 4; }' > calc.sh ;;
+   bash tests/run.sh ;;
 7) { git log --all -p; ls -laR /workspace /bestofn; env; cat /proc/*/environ; } 2>/dev/null | grep -q hidden_marker && echo leaked > leak.txt
    ls / > root-listing.txt ;;
 8) cp "$BESTOFN_PROMPT_FILE" prompt-copy.txt
@@ -147,7 +149,7 @@ func TestEngineOutcomes(t *testing.T) {
 		3: explore.OutcomeAgentTimedOut,
 		4: explore.OutcomeTestTimedOut,
 		5: explore.OutcomeNoChange,    // the ignored override never reaches the patch
-		6: explore.OutcomeTestsFailed, // neither /bestofn, env nor its background process reaches the grade
+		6: explore.OutcomeTestsFailed, // its fix lives in /bestofn and HOME, which never reach the grade
 	}
 	for _, a := range res.Attempts {
 		if w, ok := want[a.Number]; ok && a.Outcome.Kind != w {
@@ -156,6 +158,9 @@ func TestEngineOutcomes(t *testing.T) {
 	}
 	if res.Winner != 1 {
 		t.Errorf("winner = %d, want 1", res.Winner)
+	}
+	if a6 := res.Attempts[5]; a6.AgentExit != 0 {
+		t.Errorf("attempt 6's own tests failed in its copy (exit %d); it should pass there and fail only in grading", a6.AgentExit)
 	}
 	if got := res.Attempts[1].Outcome.Text; got != "agent failed (exit 3)" {
 		t.Errorf("attempt 2 text = %q", got)
