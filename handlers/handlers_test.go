@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -243,6 +245,34 @@ func TestEndToEnd(t *testing.T) {
 		}
 		return nil
 	})
+	// Hidden tests never reach GitHub: not in the comments, not in the PR.
+	everything := pr.Body
+	for _, c := range append(e.GitHub.Comments(e.Repo, 7), prComments...) {
+		everything += c.Body
+	}
+	if strings.Contains(everything, "test_hidden") || strings.Contains(everything, "[10, 2, 8, 4]") {
+		t.Errorf("a comment or the pull request shows the hidden tests")
+	}
+
+	// The run page opens only with the key in the status comment's link.
+	m := regexp.MustCompile(`\((http://[^)]+/runs/1\?key=[0-9a-f]{32})\)`).FindStringSubmatch(st.Body)
+	if m == nil {
+		t.Fatalf("status comment has no run page link:\n%s", st.Body)
+	}
+	for url, want := range map[string]int{m[1]: 200, e.URL + "/runs/1": 404, e.URL + "/runs/1?key=" + strings.Repeat("0", 32): 404, e.URL + "/runs/x": 404} {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s = %d, want %d", url, resp.StatusCode, want)
+		}
+		if want == 200 && (!strings.Contains(string(page), "Attempt 4: tests failed (2 of 6)") || !strings.Contains(string(page), "test_hidden")) {
+			t.Errorf("run page lacks attempt 4's outcome and test log:\n%s", page)
+		}
+	}
 	if _, err := os.Stat("/tmp/pwned"); err == nil {
 		t.Errorf("issue text was run as a shell command")
 	}

@@ -32,7 +32,7 @@ func footer(runID int64) string {
 	if runID != 0 {
 		run = fmt.Sprintf(" · run %d", runID)
 	}
-	return "\n\n<sub>bestofn" + run + " · comment `/bestofn help` for commands</sub>\n"
+	return "\n\n<sub>bestofn" + run + " · to run again, remove the label and add it back</sub>\n"
 }
 
 // statusView is what the status comment shows.
@@ -98,12 +98,8 @@ func renderStatus(runID int64, runURL string, v statusView) string {
 		}
 		b.WriteString("\n")
 	}
-	if v.Isolation != nil && len(v.Isolation.Notes) > 0 {
-		b.WriteString("> [!WARNING]\n")
-		for _, n := range v.Isolation.Notes {
-			b.WriteString("> " + n + "\n")
-		}
-		b.WriteString("\n")
+	if v.Isolation != nil {
+		b.WriteString(isolationWarning(*v.Isolation))
 	}
 	if runURL != "" {
 		fmt.Fprintf(&b, "[Run page with full logs](%s)\n", runURL)
@@ -145,13 +141,17 @@ func renderScorecard(runID int64, runURL string, req runRequest, cfg explore.Con
 		fmt.Fprintf(&b, "| %s | %s | %s %s | %s | %d | %s | %s |\n", num, cell(hintText(a.Hint), 80), outcomeIcon(a.Outcome),
 			cell(a.Outcome.Text, 300), size, len(a.Patch.Changes), fmtDuration(a.AgentDuration), grading)
 	}
-	fmt.Fprintf(&b, "\nBase commit `%s` · test command `%s` · %d attempts in %s on the `%s` sandbox",
+	fmt.Fprintf(&b, "\nBase commit `%s` · test command `%s` · %d attempts in %s on the `%s` sandbox.\n\n",
 		short(res.BaseCommit), cfg.Test, len(res.Attempts), fmtDuration(res.Duration), res.Backend)
-	if len(res.Isolation.Notes) > 0 {
-		b.WriteString(" (" + strings.Join(res.Isolation.Notes, "; ") + ")")
-	}
-	b.WriteString(".\n\n")
+	b.WriteString(isolationWarning(res.Isolation))
 	b.WriteString("A pass means: the attempt's patch alone, applied to a fresh copy of the base together with the hidden tests, made the test command exit 0 in time, and it changed no existing test and no protected path.\n")
+	if cfg.HiddenTests != "" {
+		b.WriteString("Test output is not shown here: it would reveal the hidden tests.")
+		if runURL != "" {
+			b.WriteString(" It is on the run page.")
+		}
+		b.WriteString("\n")
+	}
 	if runURL != "" {
 		fmt.Fprintf(&b, "Full logs: [run page](%s).\n", runURL)
 	}
@@ -166,7 +166,7 @@ func renderScorecard(runID int64, runURL string, req runRequest, cfg explore.Con
 		if !a.Patch.Empty() {
 			blocks = append(blocks, detailsLang(fmt.Sprintf("Attempt %d: patch", a.Number), a.Patch.Diff, "diff", 12000))
 		}
-		if len(a.TestLog) > 0 {
+		if len(a.TestLog) > 0 && cfg.HiddenTests == "" {
 			blocks = append(blocks, details(fmt.Sprintf("Attempt %d: test log", a.Number), a.TestLog))
 		} else if a.Outcome.Kind == explore.OutcomeAgentFailed || a.Outcome.Kind == explore.OutcomeAgentTimedOut {
 			blocks = append(blocks, details(fmt.Sprintf("Attempt %d: agent log", a.Number), a.AgentLog))
@@ -197,6 +197,20 @@ func renderPRBody(runID int64, req runRequest, cfg explore.Config, res *explore.
 	fmt.Fprintf(&b, "It passed `%s` in a fresh copy of `%s` with only this patch applied and the hidden tests added. The scorecard with every attempt is in the first comment.\n",
 		cfg.Test, short(res.BaseCommit))
 	return marker(runID, "pr") + b.String() + footer(runID)
+}
+
+// isolationWarning is a warning block naming what the sandbox could not
+// enforce on this run, or "" when it enforced everything.
+func isolationWarning(iso sandbox.Isolation) string {
+	if len(iso.Notes) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("> [!WARNING]\n> The sandbox could not enforce everything on this run:\n")
+	for _, n := range iso.Notes {
+		b.WriteString("> - " + n + "\n")
+	}
+	return b.String() + "\n"
 }
 
 func outcomeIcon(o explore.Outcome) string {

@@ -2,6 +2,9 @@ package handlers
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -327,12 +330,24 @@ func bulletConfigError(err error) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// runURL is the run page's address, or "" without PublicURL.
+// runURL is the run page's address, or "" without PublicURL. It carries
+// the run's key (see runKey): only people who can read the bot's comments
+// get the link.
 func (s *Server) runURL(id int64) string {
 	if s.opts.PublicURL == "" {
 		return ""
 	}
-	return strings.TrimSuffix(s.opts.PublicURL, "/") + "/runs/" + strconv.FormatInt(id, 10)
+	return strings.TrimSuffix(s.opts.PublicURL, "/") + "/runs/" + strconv.FormatInt(id, 10) + "?key=" + s.runKey(id)
+}
+
+// runKey is the secret part of a run page's address: the hex HMAC-SHA256 of
+// the run id under the webhook secret, cut to 128 bits. Run pages show
+// patches and full logs (hidden test output included), so run ids alone,
+// which are easy to guess, must not open them.
+func (s *Server) runKey(id int64) string {
+	mac := hmac.New(sha256.New, s.opts.Secret)
+	fmt.Fprintf(mac, "bestofn run page %d", id)
+	return hex.EncodeToString(mac.Sum(nil))[:32]
 }
 
 // statusComment is a run's one status comment on the issue: created on the

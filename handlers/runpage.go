@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"crypto/hmac"
 	"encoding/json"
 	"errors"
 	"html/template"
@@ -31,13 +32,13 @@ var runPageTmpl = template.Must(template.New("run").Parse(`<!doctype html>
 </body></html>
 `))
 
-// runPage serves GET /runs/{id}: a run's attempts with their patches and
-// logs, as HTML (or JSON with Accept: application/json). 404 for an
-// unknown run.
+// runPage serves GET /runs/{id}?key=K: a run's attempts with their patches
+// and logs, as HTML (or JSON with Accept: application/json). An unknown run
+// or a missing or wrong key is 404 (see runKey).
 func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
-	if err != nil {
-		http.Error(w, "bad run id", http.StatusBadRequest)
+	if err != nil || !hmac.Equal([]byte(r.URL.Query().Get("key")), []byte(s.runKey(id))) {
+		http.Error(w, "no such run", http.StatusNotFound)
 		return
 	}
 	run, err := s.opts.Store.Run(r.Context(), id)

@@ -46,6 +46,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fl.SetOutput(stderr)
 	keep := fl.Bool("keep", false, "keep the data directory (database, logs) after the demo")
 	verbose := fl.Bool("v", false, "print the bot's log lines")
+	wait := fl.Bool("wait", false, "keep the bot and the GitHub double running after the demo (so the run page can be opened) until interrupted")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
@@ -173,6 +174,12 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New("demo failed: " + strings.Join(problems, "; "))
 	}
 	fmt.Fprintf(stdout, "\ndemo passed: attempt 1 won, pull request #%d opened, every other attempt got the outcome the design names.\n", run.PRNumber)
+	if *wait {
+		fmt.Fprintf(stdout, "the bot is still serving at %s (run page linked in the status comment); Ctrl-C ends it\n", bot.URL)
+		<-ctx.Done()
+	} else {
+		fmt.Fprintf(stdout, "(run pages are served only while the demo runs; use -wait to keep them up)\n")
+	}
 	return nil
 }
 

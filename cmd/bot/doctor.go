@@ -43,6 +43,11 @@ func doctor(ctx context.Context, args []string, getenv func(string) string, stdo
 		return fmt.Errorf("git is required")
 	}
 	fmt.Fprintf(stdout, "git:                  %s\n", strings.TrimSpace(string(out)))
+	if out, err := exec.CommandContext(ctx, "python3", "--version").CombinedOutput(); err == nil {
+		fmt.Fprintf(stdout, "python3:              %s (the demo's example repository needs it)\n", strings.TrimSpace(string(out)))
+	} else {
+		fmt.Fprintf(stdout, "python3:              missing (the demo's example repository needs it)\n")
+	}
 	if !iso.Namespaces {
 		fmt.Fprintf(stdout, "serve will refuse to run attempts unless ALLOW_UNISOLATED=1 is set.\n")
 	}

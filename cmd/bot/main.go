@@ -9,6 +9,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -52,6 +54,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	default:
 		fmt.Fprintf(stderr, "unknown command %q\n\n%s", args[0], usage)
 		return 2
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "bestofn %s: %v\n", args[0], err)

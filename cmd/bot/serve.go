@@ -26,6 +26,26 @@ import (
 // no other step) when they are set on the server.
 var modelKeys = []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENROUTER_API_KEY"}
 
+const serveUsage = `Usage: bot serve
+
+Runs the GitHub App: POST /webhook, GET /healthz, GET /metrics, GET /runs/{id}.
+Configured by environment variables:
+
+  APP_ID                the App's numeric id (required)
+  PRIVATE_KEY           the App's private key, PEM (or PRIVATE_KEY_PATH, its file; one is required)
+  WEBHOOK_SECRET        the webhook secret (required)
+  DATA_DIR              database, run folders and sandboxes (required)
+  GITHUB_API_URL        REST API base (default https://api.github.com/)
+  PORT                  listen port (default 8080)
+  SANDBOX               sandbox backend: local (default)
+  BESTOFN_AGENT         agent command for repositories whose config names none
+  PUBLIC_URL            where the bot is reachable; comments then link run pages
+  WORKERS               runs at once (default 2)
+  ALLOW_UNISOLATED      1 lets attempts run without bubblewrap
+  ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, GOOGLE_API_KEY, OPENROUTER_API_KEY
+                        passed to the agent step only
+`
+
 // serveConfig is the server's configuration, read from the environment
 // (Probot-compatible names).
 type serveConfig struct {
@@ -125,6 +145,7 @@ func loadServeConfig(getenv func(string) string) (serveConfig, error) {
 func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, serveUsage) }
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -137,11 +158,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err != nil {
 		return err
 	}
-	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, "bestofn.db"))
-	if err != nil {
-		return err
-	}
-	defer db.Close()
 	hide := []string{cfg.DataDir}
 	if cfg.PrivateKeyPath != "" {
 		hide = append(hide, cfg.PrivateKeyPath)
@@ -157,6 +173,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return fmt.Errorf("refusing to run attempts unisolated (%s); install bubblewrap or set ALLOW_UNISOLATED=1", strings.Join(iso.Notes, "; "))
 	}
 	logIsolation(log, provider.Isolation())
+	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, "bestofn.db"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
 	srv, err := handlers.New(handlers.Options{
 		Secret: cfg.WebhookSecret, Store: db, GitHub: app, Provider: provider, DataDir: cfg.DataDir, Log: log,
 		Workers: cfg.Workers, DefaultAgent: cfg.Agent, AgentEnv: cfg.AgentEnv, PublicURL: cfg.PublicURL,
