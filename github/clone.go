@@ -84,18 +84,19 @@ func CloneBranch(ctx context.Context, cloneURL, token, dir, branch string) (head
 	return strings.TrimSpace(string(out)), nil
 }
 
-// gitSafeEnviron is the process environment without the variables that would
-// point git at another repository or index.
+// gitSafeEnviron is the part of the process environment git needs to run
+// and reach the network (PATH, HOME, locale, TLS and proxy settings): never
+// the bot's secrets (PRIVATE_KEY, WEBHOOK_SECRET, model keys), never a GIT_*
+// variable that would point git at another repository.
 func gitSafeEnviron() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-			"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES":
-			continue
+		case "PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SSL_CERT_FILE", "SSL_CERT_DIR",
+			"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy":
+			env = append(env, kv)
 		}
-		env = append(env, kv)
 	}
 	return env
 }
