@@ -477,7 +477,8 @@ func (r *runState) runAttempt(ctx context.Context, k int, sb sandbox.Sandbox, ba
 	patch, err := takePatch(ctx, r.baseGit, patchDir, archive)
 	archive.Close()
 	os.RemoveAll(patchDir)
-	if err != nil {
+	tooLarge := errors.Is(err, ErrPatchTooLarge)
+	if err != nil && !tooLarge {
 		return fail(fmt.Errorf("take patch: %w", err))
 	}
 	a.Patch = patch
@@ -489,6 +490,9 @@ func (r *runState) runAttempt(ctx context.Context, k int, sb sandbox.Sandbox, ba
 		return a
 	case res.ExitCode != 0:
 		a.Outcome = outcome(OutcomeAgentFailed, fmt.Sprintf("exit %d", res.ExitCode))
+		return a
+	case tooLarge:
+		a.Outcome = outcome(OutcomePatchTooLarge, fmt.Sprintf("over %d KiB", MaxPatchBytes>>10))
 		return a
 	}
 	if o, done := classify(cfg, patch); done {

@@ -43,6 +43,8 @@ const agent = `case "$BESTOFN_ATTEMPT" in
 8) cp "$BESTOFN_PROMPT_FILE" prompt-copy.txt
    env | grep -E '^(BESTOFN_|MODEL_KEY)' | sort > agent-env.txt
    cp /bestofn/setup-env setup-env.txt ;;
+9) head -c 3000000 /dev/urandom > big.bin ;;
+10) mkdir -p sub && printf 'gitdir: %s\n' "$PWD/.git" > sub/.git && echo x > sub/f && mkdir -p sub2/.git && echo y > sub2/.git/config ;;
 esac
 `
 
@@ -130,7 +132,7 @@ func fileInPatch(t *testing.T, a *explore.Attempt, path string) string {
 
 func TestEngineOutcomes(t *testing.T) {
 	e, data := newEngine(t)
-	tk := task(t, 8)
+	tk := task(t, 10)
 	var mu sync.Mutex
 	var phases []explore.Phase
 	res, err := e.Run(context.Background(), tk, func(p explore.Progress) {
@@ -150,6 +152,7 @@ func TestEngineOutcomes(t *testing.T) {
 		4: explore.OutcomeTestTimedOut,
 		5: explore.OutcomeNoChange,    // the ignored override never reaches the patch
 		6: explore.OutcomeTestsFailed, // its fix lives in /bestofn and HOME, which never reach the grade
+		9: explore.OutcomePatchTooLarge,
 	}
 	for _, a := range res.Attempts {
 		if w, ok := want[a.Number]; ok && a.Outcome.Kind != w {
@@ -194,6 +197,18 @@ func TestEngineOutcomes(t *testing.T) {
 	}
 	if setupEnv := fileInPatch(t, a8, "setup-env.txt"); strings.Contains(setupEnv, "sk-test") || strings.Contains(setupEnv, "BESTOFN_") {
 		t.Errorf("setup saw the agent's environment:\n%s", setupEnv)
+	}
+
+	// Nested .git folders or files never reach the bot's git: sub is a plain
+	// folder in the patch, not a gitlink.
+	a10 := res.Attempts[9]
+	if !patchHas(a10, "sub/f") || patchHas(a10, "sub/.git") || patchHas(a10, "sub2/.git/config") {
+		t.Errorf("attempt 10's patch = %+v", a10.Patch.Changes)
+	}
+	for _, c := range a10.Patch.Changes {
+		if c.NewMode == "160000" {
+			t.Errorf("gitlink in the patch: %+v", c)
+		}
 	}
 
 	// Everything is cleaned up: no sandbox folders, no mounts, no run folders.

@@ -17,6 +17,7 @@ const (
 	OutcomeChangedTestConfig OutcomeKind = "changed_test_config"
 	OutcomeTouchedProtected  OutcomeKind = "touched_protected"
 	OutcomeNoChange          OutcomeKind = "no_change"
+	OutcomePatchTooLarge     OutcomeKind = "patch_too_large"
 	OutcomeAgentFailed       OutcomeKind = "agent_failed"
 	OutcomeAgentTimedOut     OutcomeKind = "agent_timed_out"
 	OutcomeTestTimedOut      OutcomeKind = "test_timed_out"

@@ -19,6 +19,23 @@ import (
 // brought back to the bot's side to take its patch, in bytes of file content.
 const MaxWorkspaceBytes = 2 << 30
 
+// MaxPatchBytes caps an attempt's patch (`git diff --binary` output), in
+// bytes; a larger one is "patch too large" and is never held in memory whole.
+const MaxPatchBytes = 1 << 20
+
+// MaxDepth caps how deep an attempt's workspace may nest folders, in path
+// components.
+const MaxDepth = 128
+
+// neverInPatch are gitignore patterns applied to every attempt on top of the
+// repository's own: compiled Python files. Running the tests leaves them
+// behind, and a crafted .pyc with an unchecked hash would run instead of its
+// source, which a reviewer never sees.
+const neverInPatch = "__pycache__/\n*.pyc\n*.pyo\n"
+
+// ErrPatchTooLarge is returned by takePatch when the patch is over MaxPatchBytes.
+var ErrPatchTooLarge = fmt.Errorf("patch larger than %d bytes", MaxPatchBytes)
+
 // Change is one file an attempt's patch touches, as `git diff --raw -M` and
 // `--numstat` report it against the base commit.
 type Change struct {
@@ -80,45 +97,87 @@ func gitEnv(extra ...string) []string {
 // git runs a git command on the bot's side and returns its stdout. The error
 // carries stderr.
 func git(ctx context.Context, dir string, env []string, stdin []byte, args ...string) ([]byte, error) {
+	return gitLimit(ctx, dir, env, stdin, -1, args...)
+}
+
+// gitLimit is git with stdout capped at limit bytes (no cap when negative):
+// past it git is stopped and the error wraps ErrPatchTooLarge.
+func gitLimit(ctx context.Context, dir string, env []string, stdin []byte, limit int, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
 	cmd.Env = gitEnv(env...)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	stdout := &capped{limit: limit}
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return stdout.Bytes(), fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
+		if stdout.over {
+			return nil, ErrPatchTooLarge
+		}
+		return stdout.buf.Bytes(), fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
 	}
-	return stdout.Bytes(), nil
+	return stdout.buf.Bytes(), nil
 }
 
-// takePatch unpacks an attempt's workspace (a tar stream; its .git is
-// ignored, because the attempt could have rewritten it) into scratch and
+// capped is a buffer that refuses writes past limit bytes (no limit when
+// negative), which makes the writing process stop on a broken pipe.
+type capped struct {
+	buf   bytes.Buffer
+	limit int
+	over  bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if c.limit >= 0 && c.buf.Len()+len(p) > c.limit {
+		c.over = true
+		return 0, ErrPatchTooLarge
+	}
+	return c.buf.Write(p)
+}
+
+// takePatch unpacks an attempt's workspace (a tar stream) into scratch and
 // diffs it against the base commit of the bot-side repository baseGitDir,
-// with a private index so the base is never changed. Files git ignores are
-// left out, as they would be by `git add -A`.
+// with a private index and object folder so the base is never changed. Every
+// folder named .git is left out (the attempt could have rewritten the
+// workspace's, and a nested one could point the bot's git at another
+// repository), and so are files git ignores, as `git add -A` would, and
+// compiled Python files (neverInPatch). A patch
+// over MaxPatchBytes gives ErrPatchTooLarge.
 func takePatch(ctx context.Context, baseGitDir, scratch string, workspace io.Reader) (Patch, error) {
 	tree := filepath.Join(scratch, "tree")
-	if err := os.MkdirAll(tree, 0o755); err != nil {
-		return Patch{}, err
+	objects := filepath.Join(scratch, "objects")
+	for _, d := range []string{tree, objects} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return Patch{}, err
+		}
 	}
-	if err := extractTar(workspace, tree, MaxWorkspaceBytes, func(name string) bool {
-		return name == ".git" || strings.HasPrefix(name, ".git/")
+	if err := extractTar(ctx, workspace, tree, MaxWorkspaceBytes, func(name string) bool {
+		for _, seg := range strings.Split(name, "/") {
+			if seg == ".git" {
+				return true
+			}
+		}
+		return false
 	}); err != nil {
 		return Patch{}, fmt.Errorf("unpack workspace: %w", err)
 	}
-	env := []string{"GIT_DIR=" + baseGitDir, "GIT_WORK_TREE=" + tree, "GIT_INDEX_FILE=" + filepath.Join(scratch, "index")}
+	env := []string{"GIT_DIR=" + baseGitDir, "GIT_WORK_TREE=" + tree, "GIT_INDEX_FILE=" + filepath.Join(scratch, "index"),
+		"GIT_OBJECT_DIRECTORY=" + objects, "GIT_ALTERNATE_OBJECT_DIRECTORIES=" + filepath.Join(baseGitDir, "objects")}
 	if _, err := git(ctx, tree, env, nil, "read-tree", "HEAD"); err != nil {
 		return Patch{}, err
 	}
-	if _, err := git(ctx, tree, env, nil, "add", "-A"); err != nil {
+	exclude := filepath.Join(scratch, "exclude")
+	if err := os.WriteFile(exclude, []byte(neverInPatch), 0o644); err != nil {
+		return Patch{}, err
+	}
+	if _, err := git(ctx, tree, env, nil, "-c", "core.excludesFile="+exclude, "add", "-A"); err != nil {
 		return Patch{}, err
 	}
 	diff := func(format ...string) ([]byte, error) {
 		args := append([]string{"-c", "core.quotepath=off", "diff", "--cached", "--no-ext-diff", "--no-textconv", "--no-color", "-M"}, format...)
-		return git(ctx, tree, env, nil, append(args, "HEAD")...)
+		return gitLimit(ctx, tree, env, nil, MaxPatchBytes, append(args, "HEAD")...)
 	}
 	raw, err := diff("--raw", "-z")
 	if err != nil {
@@ -215,14 +274,19 @@ func addNumstat(changes []Change, numstat []byte) error {
 }
 
 // extractTar unpacks a tar stream into dst on the bot's side. It refuses
-// absolute names and "..", never writes through a symlink (every parent of an
-// entry must be a real folder created here), keeps symlinks as symlinks and
-// the executable bit of files, skips entries for which skip returns true, and
-// stops with an error once more than limit bytes of content were written.
-func extractTar(r io.Reader, dst string, limit int64, skip func(name string) bool) error {
+// absolute names, "..", and names deeper than MaxDepth; it never writes
+// through a symlink (every parent of an entry must be a real folder), keeps
+// symlinks as symlinks and the executable bit of files, skips entries for
+// which skip returns true, and stops with an error once more than limit
+// bytes of content were written or ctx is done.
+func extractTar(ctx context.Context, r io.Reader, dst string, limit int64, skip func(name string) bool) error {
 	tr := tar.NewReader(r)
 	var total int64
+	dirs := folderCache{root: dst, ok: map[string]bool{}}
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			return nil
@@ -230,23 +294,24 @@ func extractTar(r io.Reader, dst string, limit int64, skip func(name string) boo
 		if err != nil {
 			return err
 		}
-		name := strings.TrimPrefix(path.Clean("/"+strings.TrimPrefix(h.Name, "./")), "/")
-		if name == "" || name == "." {
+		raw := strings.TrimPrefix(h.Name, "./")
+		if strings.HasPrefix(raw, "/") || hasDotDot(raw) {
+			return fmt.Errorf("tar entry %q leaves the folder", truncate(h.Name, 200))
+		}
+		name := strings.Trim(path.Clean("/"+raw), "/")
+		if name == "" {
 			continue
 		}
-		if strings.Contains(h.Name, "..") && hasDotDot(strings.TrimPrefix(h.Name, "./")) {
-			return fmt.Errorf("tar entry %q leaves the folder", h.Name)
+		if strings.Count(name, "/") >= MaxDepth {
+			return fmt.Errorf("the workspace nests folders deeper than %d", MaxDepth)
 		}
 		if skip != nil && skip(name) {
 			continue
 		}
 		target := filepath.Join(dst, filepath.FromSlash(name))
-		if err := checkParents(dst, name); err != nil {
-			return err
-		}
 		switch h.Typeflag {
 		case tar.TypeDir:
-			if err := os.MkdirAll(target, 0o755); err != nil {
+			if err := dirs.make(name); err != nil {
 				return err
 			}
 		case tar.TypeReg:
@@ -254,7 +319,7 @@ func extractTar(r io.Reader, dst string, limit int64, skip func(name string) boo
 			if total > limit {
 				return fmt.Errorf("workspace holds more than %d bytes", limit)
 			}
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			if err := dirs.make(path.Dir(name)); err != nil {
 				return err
 			}
 			mode := os.FileMode(0o644)
@@ -276,9 +341,10 @@ func extractTar(r io.Reader, dst string, limit int64, skip func(name string) boo
 				return err
 			}
 		case tar.TypeSymlink:
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			if err := dirs.make(path.Dir(name)); err != nil {
 				return err
 			}
+			dirs.forget(name)
 			_ = os.Remove(target)
 			if err := os.Symlink(h.Linkname, target); err != nil {
 				return err
@@ -289,23 +355,44 @@ func extractTar(r io.Reader, dst string, limit int64, skip func(name string) boo
 	}
 }
 
-// checkParents makes sure that no parent folder of name under dst is a
-// symlink, so that writing the entry cannot land outside dst.
-func checkParents(dst, name string) error {
-	dir := dst
-	segs := strings.Split(name, "/")
-	for _, seg := range segs[:len(segs)-1] {
-		dir = filepath.Join(dir, seg)
-		fi, err := os.Lstat(dir)
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
+// folderCache makes folders under root, checking each path component once:
+// a component that exists must be a real folder, never a symlink, so that
+// nothing is written outside root.
+type folderCache struct {
+	root string
+	ok   map[string]bool // slash paths known to be real folders
+}
+
+func (c *folderCache) make(name string) error {
+	if name == "." || name == "" || c.ok[name] {
+		return nil
+	}
+	if err := c.make(path.Dir(name)); err != nil {
+		return err
+	}
+	p := filepath.Join(c.root, filepath.FromSlash(name))
+	fi, err := os.Lstat(p)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if err := os.Mkdir(p, 0o755); err != nil {
 			return err
 		}
-		if !fi.IsDir() {
-			return fmt.Errorf("tar entry %q goes through %q, which is not a folder", name, seg)
-		}
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return fmt.Errorf("tar entry goes through %q, which is not a folder", truncate(name, 200))
 	}
+	c.ok[name] = true
 	return nil
+}
+
+// forget drops name: it is about to become a symlink. Nothing under it can
+// be in the cache, because only an empty folder can be replaced.
+func (c *folderCache) forget(name string) { delete(c.ok, name) }
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
 }

@@ -3,6 +3,7 @@ package explore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,10 +172,10 @@ func TestExtractTarRefusesEscapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := t.TempDir()
-	if err := extractTar(&buf, dst, 1<<20, nil); err != nil {
+	if err := extractTar(context.Background(), &buf, dst, 1<<20, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := extractTar(&both, dst, 1<<20, nil); err == nil {
+	if err := extractTar(context.Background(), &both, dst, 1<<20, nil); err == nil {
 		t.Fatal("extracting through a symlink succeeded")
 	}
 	if _, err := os.Stat(filepath.Join(outside, "pwned")); err == nil {
@@ -222,5 +223,39 @@ func TestPatchFiles(t *testing.T) {
 	}
 	if st := run(t, base, "status", "--porcelain"); st != "" {
 		t.Errorf("repository changed: %s", st)
+	}
+}
+
+func TestExtractTarRefusesDeepNesting(t *testing.T) {
+	src := t.TempDir()
+	deep := filepath.Join(src, strings.Repeat("a/", MaxDepth+1))
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := tarDir(&buf, src, ""); err != nil {
+		t.Fatal(err)
+	}
+	err := extractTar(context.Background(), &buf, t.TempDir(), 1<<20, nil)
+	if err == nil || !strings.Contains(err.Error(), "deeper than") {
+		t.Fatalf("err = %v, want a depth error", err)
+	}
+}
+
+func TestTakePatchTooLarge(t *testing.T) {
+	base := baseRepo(t)
+	work := t.TempDir()
+	if out, err := exec.Command("cp", "-a", base+"/.", work).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	write(t, filepath.Join(work, "big.txt"), strings.Repeat("x\n", MaxPatchBytes), 0o644)
+	before := run(t, base, "count-objects")
+	_, err := takePatch(context.Background(), filepath.Join(base, ".git"), t.TempDir(), tarOf(t, work))
+	if !errors.Is(err, ErrPatchTooLarge) {
+		t.Fatalf("err = %v, want ErrPatchTooLarge", err)
+	}
+	// The attempt's objects never land in the base repository.
+	if after := run(t, base, "count-objects"); after != before {
+		t.Errorf("base objects went from %q to %q", before, after)
 	}
 }

@@ -101,7 +101,9 @@ func renderStatus(runID int64, runURL string, v statusView) string {
 	if v.Isolation != nil {
 		b.WriteString(isolationWarning(*v.Isolation))
 	}
-	if runURL != "" {
+	// The link (which opens full logs, hidden test output included) appears
+	// only once the run is over, so no agent of this run can follow it.
+	if runURL != "" && (v.Phase == "done" || v.Phase == "failed") {
 		fmt.Fprintf(&b, "[Run page with full logs](%s)\n", runURL)
 	}
 	return marker(runID, "status") + strings.TrimSpace(b.String()) + footer(runID)
