@@ -38,9 +38,14 @@ type env struct {
 // newEnv starts a bot whose GitHub double hosts the example repository as
 // octo-org/name; edit, when set, changes the repository's files first.
 func newEnv(t testing.TB, name string, edit func(dir string)) *env {
+	return newEnvOpts(t, handlerstest.Options{Repo: name}, edit)
+}
+
+// newEnvOpts is newEnv with more options (sandbox modes).
+func newEnvOpts(t testing.TB, opts handlerstest.Options, edit func(dir string)) *env {
 	t.Helper()
 	b, err := handlerstest.Start(context.Background(), handlerstest.Options{
-		Repo: name, DataDir: t.TempDir(),
+		Repo: opts.Repo, DataDir: t.TempDir(), ForceCopy: opts.ForceCopy, ForceUnisolated: opts.ForceUnisolated,
 		Edit: func(dir string) error {
 			if edit != nil {
 				edit(dir)
@@ -281,6 +286,32 @@ func TestEndToEnd(t *testing.T) {
 
 func itoa(n int) string {
 	return strings.TrimSpace(strings.Repeat(" ", 0) + func() string { b, _ := json.Marshal(n); return string(b) }())
+}
+
+// TestEndToEndWithoutIsolation is the laptop case: no bubblewrap, no
+// overlayfs. The run still works, with copies, and says so on GitHub.
+func TestEndToEndWithoutIsolation(t *testing.T) {
+	e := newEnvOpts(t, handlerstest.Options{Repo: "plain", ForceCopy: true, ForceUnisolated: true}, nil)
+	body := e.labeled("bestofn", maintainer)
+	e.post("issues", "d-plain", body, sign(body, secret))
+	if jobs := e.wait(); jobs[0].Status != store.JobDone {
+		t.Fatalf("job = %s (%s)", jobs[0].Status, jobs[0].Error)
+	}
+	runs, _ := e.Store.Runs(context.Background(), store.RunFilter{})
+	if len(runs) != 1 || runs[0].Winner != 1 {
+		t.Fatalf("runs = %+v", runs)
+	}
+	pulls := e.GitHub.Pulls(e.Repo)
+	if len(pulls) != 1 {
+		t.Fatalf("pulls = %d", len(pulls))
+	}
+	st := e.GitHub.Comments(e.Repo, 7)[0].Body
+	card := e.GitHub.Comments(e.Repo, pulls[0].Number)[0].Body
+	for name, body := range map[string]string{"status comment": st, "scorecard": card} {
+		if !strings.Contains(body, "[!WARNING]") || !strings.Contains(body, "unisolated") {
+			t.Errorf("%s does not warn that attempts ran unisolated:\n%s", name, body)
+		}
+	}
 }
 
 func TestNoPassingAttempt(t *testing.T) {

@@ -98,8 +98,11 @@ func renderStatus(runID int64, runURL string, v statusView) string {
 		}
 		b.WriteString("\n")
 	}
-	if v.Isolation != nil {
+	switch {
+	case v.Isolation != nil:
 		b.WriteString(isolationWarning(*v.Isolation))
+	case v.Result != nil:
+		b.WriteString(isolationWarning(v.Result.Isolation))
 	}
 	// The link (which opens full logs, hidden test output included) appears
 	// only once the run is over, so no agent of this run can follow it.
