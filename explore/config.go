@@ -55,9 +55,24 @@ type Config struct {
 	TestTimeout  time.Duration `yaml:"test_timeout" json:"test_timeout"`
 	Tests        []string      `yaml:"tests" json:"tests"`
 	Protected    []string      `yaml:"protected" json:"protected"`
-	HiddenTests  string        `yaml:"hidden_tests" json:"hidden_tests"`
-	Hints        []string      `yaml:"hints" json:"hints"`
-	Select       string        `yaml:"select" json:"select"`
+	// HiddenTests is a folder of hidden tests: inside the repository, or,
+	// with HiddenRepo set, inside that companion repository.
+	HiddenTests string `yaml:"hidden_tests" json:"hidden_tests"`
+	// HiddenRepo ("owner/name") is a private companion repository holding
+	// the hidden tests, read with the installation token on the bot's side.
+	HiddenRepo string   `yaml:"-" json:"hidden_repo,omitempty"`
+	Hints      []string `yaml:"hints" json:"hints"`
+	Select     string   `yaml:"select" json:"select"`
+	// TestReport says how to read the test run: "junit:<path>" (a JUnit XML
+	// file; a relative path is under /workspace), "go-json", "unittest", or
+	// "exit-code" (the exit code alone). Detected from the test command when
+	// the file is silent.
+	TestReport string `yaml:"test_report" json:"test_report"`
+	// TestRetries is how many times a failing test run is run again; a test
+	// that passes on a retry is marked flaky.
+	TestRetries int `yaml:"test_retries" json:"test_retries"`
+	// MaxPatchBytes caps an attempt's patch, in bytes.
+	MaxPatchBytes int64 `yaml:"max_patch_bytes" json:"max_patch_bytes"`
 	// Ecosystem is what detection found ("python", "go", "node", "rust", or
 	// "" when nothing was recognised); it is not a file key.
 	Ecosystem string `yaml:"-" json:"ecosystem"`
@@ -89,25 +104,58 @@ func (e *ConfigError) Error() string {
 
 // fileConfig mirrors the file; pointers tell "absent" from "zero".
 type fileConfig struct {
-	Attempts     *int      `yaml:"attempts"`
-	Label        *string   `yaml:"label"`
-	Agent        *string   `yaml:"agent"`
-	AgentTimeout *duration `yaml:"agent_timeout"`
-	Setup        *string   `yaml:"setup"`
-	SetupTimeout *duration `yaml:"setup_timeout"`
-	Test         *string   `yaml:"test"`
-	TestTimeout  *duration `yaml:"test_timeout"`
-	Tests        []string  `yaml:"tests"`
-	Protected    []string  `yaml:"protected"`
-	HiddenTests  *string   `yaml:"hidden_tests"`
-	Hints        []string  `yaml:"hints"`
-	Select       *string   `yaml:"select"`
+	Attempts      *int         `yaml:"attempts"`
+	Label         *string      `yaml:"label"`
+	Agent         *string      `yaml:"agent"`
+	AgentTimeout  *duration    `yaml:"agent_timeout"`
+	Setup         *string      `yaml:"setup"`
+	SetupTimeout  *duration    `yaml:"setup_timeout"`
+	Test          *string      `yaml:"test"`
+	TestTimeout   *duration    `yaml:"test_timeout"`
+	Tests         []string     `yaml:"tests"`
+	Protected     []string     `yaml:"protected"`
+	HiddenTests   *hiddenTests `yaml:"hidden_tests"`
+	Hints         []string     `yaml:"hints"`
+	Select        *string      `yaml:"select"`
+	TestReport    *string      `yaml:"test_report"`
+	TestRetries   *int         `yaml:"test_retries"`
+	MaxPatchBytes *int64       `yaml:"max_patch_bytes"`
+}
+
+// hiddenTests is the hidden_tests key: a folder ("hidden_tests: .bestofn/hidden")
+// or a folder in a companion repository ("hidden_tests: {repo: o/n, path: dir}").
+type hiddenTests struct {
+	Repo string `yaml:"repo"`
+	Path string `yaml:"path"`
+}
+
+func (h *hiddenTests) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		h.Path = n.Value
+		return nil
+	}
+	type plain hiddenTests
+	var p plain
+	if n.Kind != yaml.MappingNode {
+		return errors.New("must be a folder or {repo: owner/name, path: folder}")
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i].Value; k != "repo" && k != "path" {
+			return fmt.Errorf("unknown key %q (want repo and path)", k)
+		}
+	}
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	*h = hiddenTests(p)
+	return nil
 }
 
 var knownKeys = map[string]bool{
 	"attempts": true, "label": true, "agent": true, "agent_timeout": true, "setup": true,
 	"setup_timeout": true, "test": true, "test_timeout": true, "tests": true, "protected": true,
-	"hidden_tests": true, "hints": true, "select": true,
+	"hidden_tests": true, "hints": true, "select": true, "test_report": true, "test_retries": true,
+	"max_patch_bytes": true,
 }
 
 // duration accepts Go durations ("90s", "10m") or a number of seconds.
@@ -243,11 +291,36 @@ func (fc *fileConfig) apply(cfg *Config, cerr *ConfigError) {
 	setGlobs("tests", fc.Tests, &cfg.Tests)
 	setGlobs("protected", fc.Protected, &cfg.Protected)
 	if fc.HiddenTests != nil {
-		h := strings.Trim(strings.TrimSpace(*fc.HiddenTests), "/")
-		if h == "" || strings.HasPrefix(*fc.HiddenTests, "/") || hasDotDot(h) {
-			bad("hidden_tests: must be a folder inside the repository, not %q", *fc.HiddenTests)
+		h := strings.Trim(strings.TrimSpace(fc.HiddenTests.Path), "/")
+		repo := strings.TrimSpace(fc.HiddenTests.Repo)
+		switch {
+		case h == "" || strings.HasPrefix(strings.TrimSpace(fc.HiddenTests.Path), "/") || hasDotDot(h):
+			bad("hidden_tests: must be a folder inside the repository, not %q", fc.HiddenTests.Path)
+		case repo != "" && !validRepoName(repo):
+			bad("hidden_tests: repo must be owner/name, not %q", repo)
+		default:
+			cfg.HiddenTests, cfg.HiddenRepo = h, repo
+		}
+	}
+	if fc.TestReport != nil {
+		if err := checkReport(*fc.TestReport); err != nil {
+			bad("test_report: %v", err)
 		} else {
-			cfg.HiddenTests = h
+			cfg.TestReport = *fc.TestReport
+		}
+	}
+	if fc.TestRetries != nil {
+		if *fc.TestRetries < 0 || *fc.TestRetries > 5 {
+			bad("test_retries: must be 0 to 5, not %d", *fc.TestRetries)
+		} else {
+			cfg.TestRetries = *fc.TestRetries
+		}
+	}
+	if fc.MaxPatchBytes != nil {
+		if *fc.MaxPatchBytes < 1 || *fc.MaxPatchBytes > MaxPatchLimit {
+			bad("max_patch_bytes: must be 1 to %d, not %d", int64(MaxPatchLimit), *fc.MaxPatchBytes)
+		} else {
+			cfg.MaxPatchBytes = *fc.MaxPatchBytes
 		}
 	}
 	if fc.Hints != nil {
@@ -261,6 +334,38 @@ func (fc *fileConfig) apply(cfg *Config, cerr *ConfigError) {
 			bad("select: must be %s or %s, not %q", SelectSmallestPatch, SelectFewestFiles, *fc.Select)
 		}
 	}
+}
+
+// validRepoName reports whether s looks like "owner/name".
+func validRepoName(s string) bool {
+	owner, name, ok := strings.Cut(s, "/")
+	valid := func(x string) bool {
+		if x == "" || x == "." || x == ".." || len(x) > 100 {
+			return false
+		}
+		for _, r := range x {
+			if !(r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+				return false
+			}
+		}
+		return true
+	}
+	return ok && valid(owner) && valid(name)
+}
+
+// checkReport validates a test_report value.
+func checkReport(v string) error {
+	switch {
+	case v == ReportGoJSON || v == ReportUnittest || v == ReportExitCode:
+		return nil
+	case strings.HasPrefix(v, ReportJUnit+":"):
+		p := strings.TrimPrefix(v, ReportJUnit+":")
+		if strings.TrimSpace(p) == "" || hasDotDot(p) {
+			return fmt.Errorf("junit needs a path, as in junit:reports/junit.xml")
+		}
+		return nil
+	}
+	return fmt.Errorf("must be junit:<path>, go-json, unittest or exit-code, not %q", v)
 }
 
 func hasDotDot(p string) bool {
@@ -278,14 +383,16 @@ func hasDotDot(p string) bool {
 // setup.py, package.json, Cargo.toml). tree may be nil.
 func Defaults(tree fs.FS) Config {
 	cfg := Config{
-		Attempts:     5,
-		Label:        "bestofn",
-		AgentTimeout: 20 * time.Minute,
-		SetupTimeout: 15 * time.Minute,
-		TestTimeout:  10 * time.Minute,
-		Protected:    DefaultProtected,
-		Hints:        DefaultHints,
-		Select:       SelectSmallestPatch,
+		Attempts:      5,
+		Label:         "bestofn",
+		AgentTimeout:  20 * time.Minute,
+		SetupTimeout:  15 * time.Minute,
+		TestTimeout:   10 * time.Minute,
+		Protected:     DefaultProtected,
+		Hints:         DefaultHints,
+		Select:        SelectSmallestPatch,
+		TestRetries:   1,
+		MaxPatchBytes: MaxPatchBytes,
 	}
 	exists := func(name string) bool {
 		if tree == nil {
@@ -298,14 +405,14 @@ func Defaults(tree fs.FS) Config {
 	case exists("go.mod"):
 		cfg.Ecosystem = "go"
 		cfg.Setup = "go mod download"
-		cfg.Test = "go test ./..."
+		cfg.Test = "go test -json ./..."
 		cfg.Tests = []string{"**/*_test.go", "**/testdata/**"}
 	case exists("pyproject.toml") || exists("setup.py") || exists("setup.cfg") || exists("requirements.txt"):
 		cfg.Ecosystem = "python"
 		if exists("requirements.txt") {
 			cfg.Setup = "python3 -m pip install -r requirements.txt"
 		}
-		cfg.Test = "python3 -m pytest -q"
+		cfg.Test = "python3 -m pytest -q --junitxml=/bestofn/report.xml"
 		cfg.Tests = []string{"tests/**", "test/**", "**/test_*.py", "**/*_test.py"}
 	case exists("package.json"):
 		cfg.Ecosystem = "node"
@@ -333,11 +440,71 @@ func (c Config) Hint(k int) string {
 	return c.Hints[(k-1)%len(c.Hints)]
 }
 
+// ReportExitCode is the test_report value that trusts the exit code alone.
+const ReportExitCode = "exit-code"
+
+// MaxPatchLimit is the largest max_patch_bytes a repository may set, in bytes.
+const MaxPatchLimit = 512 << 20
+
+// Report returns the report format and, for junit, the report's path inside
+// the sandbox: the configured test_report, else what the test command shows
+// (`go test -json`, `unittest ... -v`, `--junitxml=PATH`,
+// `--test-reporter=junit --test-reporter-destination=PATH`), else exit-code.
+func (c Config) Report() (format, path string) {
+	v := c.TestReport
+	if v == "" {
+		v = detectReport(c.Test)
+	}
+	if p, ok := strings.CutPrefix(v, ReportJUnit+":"); ok {
+		if !strings.HasPrefix(p, "/") {
+			p = "/workspace/" + p
+		}
+		return ReportJUnit, p
+	}
+	return v, ""
+}
+
+func detectReport(cmd string) string {
+	fields := strings.Fields(cmd)
+	has := func(s string) bool {
+		for _, f := range fields {
+			if f == s {
+				return true
+			}
+		}
+		return false
+	}
+	value := func(flag string) string {
+		for i, f := range fields {
+			if v, ok := strings.CutPrefix(f, flag+"="); ok {
+				return v
+			}
+			if f == flag && i+1 < len(fields) {
+				return fields[i+1]
+			}
+		}
+		return ""
+	}
+	switch {
+	case has("go") && has("test") && has("-json"):
+		return ReportGoJSON
+	case has("unittest") && (has("-v") || has("--verbose")):
+		return ReportUnittest
+	case value("--junitxml") != "":
+		return ReportJUnit + ":" + value("--junitxml")
+	case value("--junit-xml") != "":
+		return ReportJUnit + ":" + value("--junit-xml")
+	case value("--test-reporter") == "junit" && value("--test-reporter-destination") != "":
+		return ReportJUnit + ":" + value("--test-reporter-destination")
+	}
+	return ReportExitCode
+}
+
 // ProtectedGlobs returns the protected globs plus the hidden tests folder,
 // which no attempt may write to.
 func (c Config) ProtectedGlobs() []string {
 	g := append([]string{}, c.Protected...)
-	if c.HiddenTests != "" {
+	if c.HiddenTests != "" && c.HiddenRepo == "" {
 		g = append(g, c.HiddenTests+"/**")
 	}
 	return g

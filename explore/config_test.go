@@ -20,7 +20,7 @@ func TestParseConfig(t *testing.T) {
 		"NoFileGo": {
 			tree: fstest.MapFS{"go.mod": {Data: []byte("module x\n")}},
 			check: func(t *testing.T, c Config) {
-				if c.Ecosystem != "go" || c.Test != "go test ./..." || c.Attempts != 5 || c.Label != "bestofn" {
+				if c.Ecosystem != "go" || c.Test != "go test -json ./..." || c.Attempts != 5 || c.Label != "bestofn" {
 					t.Errorf("defaults = %+v", c)
 				}
 				if !reflect.DeepEqual(c.Hints, DefaultHints) {
@@ -31,7 +31,7 @@ func TestParseConfig(t *testing.T) {
 		"NoFilePython": {
 			tree: py,
 			check: func(t *testing.T, c Config) {
-				if c.Ecosystem != "python" || c.Test != "python3 -m pytest -q" {
+				if c.Ecosystem != "python" || c.Test != "python3 -m pytest -q --junitxml=/bestofn/report.xml" {
 					t.Errorf("defaults = %+v", c)
 				}
 			},

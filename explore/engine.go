@@ -66,6 +66,10 @@ type Task struct {
 	AgentEnv map[string]string
 	// Labels are passed to the sandbox backend (run id and so on).
 	Labels map[string]string
+	// HiddenDir is a folder on the bot's side holding the hidden tests when
+	// they come from a companion repository (Config.HiddenRepo); it mirrors
+	// the repository's layout.
+	HiddenDir string
 }
 
 // Engine runs tasks on one sandbox backend.
@@ -97,6 +101,11 @@ type Attempt struct {
 	Finished time.Time
 	// Usage is what the attempt's copy consumed.
 	Usage sandbox.Usage
+	// Flaky names the tests that failed and then passed on a retry.
+	Flaky []string
+	// AddedTests says how the test files the attempt added fared ("added 3
+	// tests, 3 pass"); empty when it added none. They never vote.
+	AddedTests string
 }
 
 // Result is a finished run.
@@ -111,6 +120,8 @@ type Result struct {
 	Isolation sandbox.Isolation
 	Backend   string
 	Duration  time.Duration
+	// Baseline is what the tests reported on the base.
+	Baseline *Baseline
 }
 
 // WinningAttempt returns the winner, or nil.
@@ -130,6 +141,7 @@ type Phase string
 const (
 	PhasePreparing  Phase = "preparing"
 	PhaseSetup      Phase = "setup"
+	PhaseBaseline   Phase = "baseline"
 	PhaseAttempting Phase = "attempting"
 	PhaseSelecting  Phase = "selecting"
 	PhaseDone       Phase = "done"
@@ -153,6 +165,8 @@ type Progress struct {
 	Attempts  []AttemptProgress
 	// Finished holds the attempt's full result once State is StateDone.
 	Finished map[int]*Attempt
+	// Baseline is set once the tests have run on the base.
+	Baseline *Baseline
 }
 
 // AttemptProgress is one attempt's row in a Progress.
@@ -224,9 +238,21 @@ func (e *Engine) Run(ctx context.Context, task Task, observe func(Progress)) (*R
 		return nil, err
 	}
 	r.hidden = hidden
+	if err := r.listHidden(); err != nil {
+		return nil, err
+	}
+	r.setPhase(PhaseBaseline)
+	if r.baseline, err = r.runBaseline(ctx, base); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.progress.Baseline = r.baseline
+	r.mu.Unlock()
+	log.Info("baseline", "format", r.baseline.Format, "passing", len(r.baseline.Passing), "failing", len(r.baseline.Failing), "hidden", len(r.baseline.Hidden))
 
 	attempts := r.attempt(ctx, base)
-	res := &Result{BaseCommit: task.BaseCommit, Attempts: attempts, Isolation: r.progress.Isolation, Backend: e.Provider.Name()}
+	res := &Result{BaseCommit: task.BaseCommit, Attempts: attempts, Isolation: r.progress.Isolation, Backend: e.Provider.Name(),
+		Baseline: r.baseline}
 	r.setPhase(PhaseSelecting)
 	res.Winner, res.Decided = Select(cfg.Select, attempts)
 	res.Duration = time.Since(start)
@@ -251,6 +277,10 @@ type runState struct {
 	scratch string
 	baseGit string // the base repository's git dir on the bot's side
 	hidden  []byte // tar of the hidden tests, rooted at the repository root
+	// hiddenPaths are the files of hidden, repository-relative.
+	hiddenPaths []string
+	baseDir     string // the base tree on the bot's side
+	baseline    *Baseline
 
 	mu       sync.Mutex // guards progress
 	progress Progress
@@ -322,7 +352,23 @@ func (r *runState) prepare(ctx context.Context) (sandbox.Sandbox, []byte, error)
 		return nil, nil, fmt.Errorf("check out base commit: %w", err)
 	}
 	var hidden []byte
-	if cfg.HiddenTests != "" {
+	r.baseDir = baseDir
+	switch {
+	case cfg.HiddenRepo != "":
+		// From a companion repository, fetched on the bot's side.
+		if r.task.HiddenDir == "" {
+			return nil, nil, fmt.Errorf("hidden_tests: the companion repository %s was not fetched", cfg.HiddenRepo)
+		}
+		src := filepath.Join(r.task.HiddenDir, filepath.FromSlash(cfg.HiddenTests))
+		if fi, err := os.Lstat(src); err != nil || !fi.IsDir() {
+			return nil, nil, fmt.Errorf("hidden_tests: folder %q not found in %s", cfg.HiddenTests, cfg.HiddenRepo)
+		}
+		var buf bytes.Buffer
+		if err := tarDir(&buf, src, ""); err != nil {
+			return nil, nil, fmt.Errorf("pack hidden tests: %w", err)
+		}
+		hidden = buf.Bytes()
+	case cfg.HiddenTests != "":
 		src := filepath.Join(baseDir, filepath.FromSlash(cfg.HiddenTests))
 		fi, err := os.Lstat(src)
 		if err != nil || !fi.IsDir() {
@@ -474,7 +520,8 @@ func (r *runState) runAttempt(ctx context.Context, k int, sb sandbox.Sandbox, ba
 		return fail(fmt.Errorf("download workspace: %w", err))
 	}
 	patchDir := filepath.Join(r.scratch, fmt.Sprintf("attempt-%d", k))
-	patch, err := takePatch(ctx, r.baseGit, patchDir, archive)
+	patch, err := takePatch(ctx, r.baseGit, patchDir, archive, patchOptions{
+		MaxBytes: cfg.MaxPatchBytes, Tests: cfg.Tests, Watch: watchedFiles(cfg.Test)})
 	archive.Close()
 	os.RemoveAll(patchDir)
 	tooLarge := errors.Is(err, ErrPatchTooLarge)
@@ -492,65 +539,23 @@ func (r *runState) runAttempt(ctx context.Context, k int, sb sandbox.Sandbox, ba
 		a.Outcome = outcome(OutcomeAgentFailed, fmt.Sprintf("exit %d", res.ExitCode))
 		return a
 	case tooLarge:
-		a.Outcome = outcome(OutcomePatchTooLarge, fmt.Sprintf("over %d KiB", MaxPatchBytes>>10))
+		// takePatch's error reads as the outcome: "patch too large (over 1024 KiB)".
+		a.Outcome = Outcome{Kind: OutcomePatchTooLarge, Text: err.Error()}
 		return a
 	}
-	if o, done := classify(cfg, patch); done {
+	if o, done := r.classify(patch); done {
 		a.Outcome = o
 		return a
 	}
 	r.setState(k, StateGrading, nil)
 	gradeStart := time.Now()
-	o, testLog, err := r.grade(ctx, base, patch)
+	err = r.grade(ctx, base, a)
 	a.GradeDuration = time.Since(gradeStart)
 	if err != nil {
 		return fail(fmt.Errorf("grade: %w", err))
 	}
-	a.Outcome, a.TestLog = o, testLog
-	log.Info("graded", "outcome", o.Text, "duration", a.GradeDuration.Round(time.Millisecond))
+	log.Info("graded", "outcome", a.Outcome.Text, "duration", a.GradeDuration.Round(time.Millisecond))
 	return a
-}
-
-// grade applies only the patch to a fresh fork of the base, lays the hidden
-// tests over it and runs the test command without network. A pass is an exit
-// code of 0 within the test timeout.
-func (r *runState) grade(ctx context.Context, base sandbox.Sandbox, patch Patch) (Outcome, []byte, error) {
-	cfg := r.task.Config
-	copies, err := base.Fork(ctx, 1)
-	for _, c := range copies {
-		defer stopQuietly(c)
-	}
-	if err != nil {
-		return Outcome{}, nil, fmt.Errorf("fork grading copy: %w", err)
-	}
-	g := copies[0]
-	if err := g.WriteFile(ctx, PatchPath, patch.Diff, 0o644); err != nil {
-		return Outcome{}, nil, err
-	}
-	apply, err := g.Exec(ctx, sandbox.ExecRequest{Argv: []string{"git", "apply", "--binary", "--whitespace=nowarn", PatchPath}, Timeout: 5 * time.Minute})
-	if err != nil {
-		return Outcome{}, nil, err
-	}
-	if apply.ExitCode != 0 {
-		return Outcome{}, nil, fmt.Errorf("patch does not apply to the base: %s", strings.TrimSpace(string(apply.Stderr)))
-	}
-	if len(r.hidden) > 0 {
-		if err := g.PutArchive(ctx, sandbox.Workspace, bytes.NewReader(r.hidden)); err != nil {
-			return Outcome{}, nil, fmt.Errorf("add hidden tests: %w", err)
-		}
-	}
-	res, err := g.Exec(ctx, sandbox.ExecRequest{Shell: cfg.Test, Timeout: cfg.TestTimeout})
-	if err != nil {
-		return Outcome{}, nil, fmt.Errorf("run tests: %w", err)
-	}
-	out := joinLog(res)
-	switch {
-	case res.TimedOut:
-		return outcome(OutcomeTestTimedOut, ""), out, nil
-	case res.ExitCode != 0:
-		return outcome(OutcomeTestsFailed, testsFailedText(out, res.ExitCode)), out, nil
-	}
-	return Outcome{Kind: OutcomePass, Text: "pass"}, out, nil
 }
 
 // Select picks the winner among passing attempts by the rule set in advance

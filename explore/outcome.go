@@ -177,3 +177,32 @@ func parsePytest(s string) (failed, total int, ok bool) {
 	}
 	return 0, 0, false
 }
+
+// classify is the package-level classify plus the rules that need the run:
+// a change to the test command's own entry points (the Makefile when it runs
+// make, the scripts package.json runs, a script file it names) is "changed
+// test config", and a change to a folder that holds hidden tests (made a file
+// or a symlink) is "touched protected path".
+func (r *runState) classify(p Patch) (Outcome, bool) {
+	if o, done := classify(r.task.Config, p); done {
+		return o, true
+	}
+	if paths := entryPointChanges(r.task.Config.Test, r.baseDir, p); len(paths) > 0 {
+		return outcome(OutcomeChangedTestConfig, "", paths...), true
+	}
+	var hidden []string
+	for _, c := range p.Changes {
+		for _, pth := range uniq(c.OldPath, c.Path) {
+			for _, h := range r.hiddenPaths {
+				if strings.HasPrefix(h, pth+"/") {
+					hidden = append(hidden, pth)
+					break
+				}
+			}
+		}
+	}
+	if len(hidden) > 0 {
+		return outcome(OutcomeTouchedProtected, "", hidden...), true
+	}
+	return Outcome{}, false
+}

@@ -19,9 +19,15 @@ import (
 // brought back to the bot's side to take its patch, in bytes of file content.
 const MaxWorkspaceBytes = 2 << 30
 
-// MaxPatchBytes caps an attempt's patch (`git diff --binary` output), in
-// bytes; a larger one is "patch too large" and is never held in memory whole.
+// MaxPatchBytes is the default cap on an attempt's patch (`git diff
+// --binary` output), in bytes (config max_patch_bytes); a larger one is
+// "patch too large" and is never held in memory whole.
 const MaxPatchBytes = 1 << 20
+
+// MaxFileBytes is GitHub's limit on one file in a push, in bytes (100 MB,
+// "About large files on GitHub"); a patch with a larger file is "patch too
+// large".
+const MaxFileBytes = 100 * 1000 * 1000
 
 // MaxDepth caps how deep an attempt's workspace may nest folders, in path
 // components.
@@ -33,8 +39,9 @@ const MaxDepth = 128
 // source, which a reviewer never sees.
 const neverInPatch = "__pycache__/\n*.pyc\n*.pyo\n"
 
-// ErrPatchTooLarge is returned by takePatch when the patch is over MaxPatchBytes.
-var ErrPatchTooLarge = fmt.Errorf("patch larger than %d bytes", MaxPatchBytes)
+// ErrPatchTooLarge is wrapped by takePatch's error when the patch is over
+// its byte limit or holds a file over MaxFileBytes.
+var ErrPatchTooLarge = errors.New("patch too large")
 
 // Change is one file an attempt's patch touches, as `git diff --raw -M` and
 // `--numstat` report it against the base commit.
@@ -60,8 +67,32 @@ type Change struct {
 type Patch struct {
 	// Diff is `git diff --binary -M` output, ready for `git apply --binary`.
 	Diff []byte
+	// CodeDiff is Diff without the test files the attempt added: what the
+	// authoritative grade applies (new tests never vote). It equals Diff
+	// when the attempt added no test file.
+	CodeDiff []byte
+	// AddedTests are the test files the attempt added.
+	AddedTests []string
 	// Changes lists every touched file.
 	Changes []Change
+	// Files holds, for each watched path the patch changes, its content
+	// before and after (nil when absent on that side).
+	Files map[string]FileVersions
+}
+
+// FileVersions is one file before and after a patch; nil means absent.
+type FileVersions struct{ Before, After []byte }
+
+// patchOptions says how to take a patch.
+type patchOptions struct {
+	// MaxBytes caps the diff (default MaxPatchBytes).
+	MaxBytes int64
+	// Tests are the globs of test files: added files that match them are
+	// left out of CodeDiff.
+	Tests []string
+	// Watch are paths whose contents before and after go to Patch.Files
+	// when the patch changes them.
+	Watch []string
 }
 
 // Lines returns the number of changed lines (added plus deleted).
@@ -101,7 +132,7 @@ func git(ctx context.Context, dir string, env []string, stdin []byte, args ...st
 }
 
 // gitLimit is git with stdout capped at limit bytes (no cap when negative):
-// past it git is stopped and the error wraps ErrPatchTooLarge.
+// past it git is stopped and the error is ErrPatchTooLarge.
 func gitLimit(ctx context.Context, dir string, env []string, stdin []byte, limit int, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
@@ -145,7 +176,10 @@ func (c *capped) Write(p []byte) (int, error) {
 // repository), and so are files git ignores, as `git add -A` would, and
 // compiled Python files (neverInPatch). A patch
 // over MaxPatchBytes gives ErrPatchTooLarge.
-func takePatch(ctx context.Context, baseGitDir, scratch string, workspace io.Reader) (Patch, error) {
+func takePatch(ctx context.Context, baseGitDir, scratch string, workspace io.Reader, opts patchOptions) (Patch, error) {
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = MaxPatchBytes
+	}
 	tree := filepath.Join(scratch, "tree")
 	objects := filepath.Join(scratch, "objects")
 	for _, d := range []string{tree, objects} {
@@ -153,7 +187,8 @@ func takePatch(ctx context.Context, baseGitDir, scratch string, workspace io.Rea
 			return Patch{}, err
 		}
 	}
-	if err := extractTar(ctx, workspace, tree, MaxWorkspaceBytes, func(name string) bool {
+	sizes := map[string]int64{}
+	if err := extractTar(ctx, workspace, tree, MaxWorkspaceBytes, sizes, func(name string) bool {
 		for _, seg := range strings.Split(name, "/") {
 			if seg == ".git" {
 				return true
@@ -175,11 +210,16 @@ func takePatch(ctx context.Context, baseGitDir, scratch string, workspace io.Rea
 	if _, err := git(ctx, tree, env, nil, "-c", "core.excludesFile="+exclude, "add", "-A"); err != nil {
 		return Patch{}, err
 	}
-	diff := func(format ...string) ([]byte, error) {
+	diff := func(format []string, paths ...string) ([]byte, error) {
 		args := append([]string{"-c", "core.quotepath=off", "diff", "--cached", "--no-ext-diff", "--no-textconv", "--no-color", "-M"}, format...)
-		return gitLimit(ctx, tree, env, nil, MaxPatchBytes, append(args, "HEAD")...)
+		args = append(append(args, "HEAD", "--"), paths...)
+		out, err := gitLimit(ctx, tree, env, nil, int(opts.MaxBytes), args...)
+		if errors.Is(err, ErrPatchTooLarge) {
+			return nil, fmt.Errorf("%w (over %d KiB)", ErrPatchTooLarge, opts.MaxBytes>>10)
+		}
+		return out, err
 	}
-	raw, err := diff("--raw", "-z")
+	raw, err := diff([]string{"--raw", "-z"})
 	if err != nil {
 		return Patch{}, err
 	}
@@ -190,18 +230,55 @@ func takePatch(ctx context.Context, baseGitDir, scratch string, workspace io.Rea
 	if len(changes) == 0 {
 		return Patch{}, nil
 	}
-	numstat, err := diff("--numstat", "-z")
+	numstat, err := diff([]string{"--numstat", "-z"})
 	if err != nil {
 		return Patch{}, err
 	}
 	if err := addNumstat(changes, numstat); err != nil {
 		return Patch{}, err
 	}
-	full, err := diff("--binary", "--full-index")
-	if err != nil {
+	for _, c := range changes {
+		if c.Status != "D" && sizes[c.Path] > MaxFileBytes {
+			return Patch{}, fmt.Errorf("%w (%s is over GitHub's 100 MB file limit)", ErrPatchTooLarge, c.Path)
+		}
+	}
+	p := Patch{Changes: changes, Files: map[string]FileVersions{}}
+	if p.Diff, err = diff([]string{"--binary", "--full-index"}); err != nil {
 		return Patch{}, err
 	}
-	return Patch{Diff: full, Changes: changes}, nil
+	p.CodeDiff = p.Diff
+	var keep []string
+	for _, c := range changes {
+		if c.Status == "A" && matchAny(opts.Tests, c.Path) != "" {
+			p.AddedTests = append(p.AddedTests, c.Path)
+			continue
+		}
+		keep = append(keep, ":(literal)"+c.OldPath, ":(literal)"+c.Path)
+	}
+	if len(p.AddedTests) > 0 {
+		p.CodeDiff = nil
+		if len(keep) > 0 {
+			if p.CodeDiff, err = diff([]string{"--binary", "--full-index"}, keep...); err != nil {
+				return Patch{}, err
+			}
+		}
+	}
+	for _, w := range opts.Watch {
+		for _, c := range changes {
+			if c.Path != w && c.OldPath != w {
+				continue
+			}
+			var v FileVersions
+			if b, err := git(ctx, tree, env, nil, "cat-file", "blob", "HEAD:"+w); err == nil {
+				v.Before = b
+			}
+			if b, err := git(ctx, tree, env, nil, "cat-file", "blob", ":"+w); err == nil {
+				v.After = b
+			}
+			p.Files[w] = v
+		}
+	}
+	return p, nil
 }
 
 // parseRaw reads `git diff --raw -z`: ":old new oldsha newsha STATUS\0path\0[path2\0]".
@@ -279,7 +356,7 @@ func addNumstat(changes []Change, numstat []byte) error {
 // symlinks as symlinks and the executable bit of files, skips entries for
 // which skip returns true, and stops with an error once more than limit
 // bytes of content were written or ctx is done.
-func extractTar(ctx context.Context, r io.Reader, dst string, limit int64, skip func(name string) bool) error {
+func extractTar(ctx context.Context, r io.Reader, dst string, limit int64, sizes map[string]int64, skip func(name string) bool) error {
 	tr := tar.NewReader(r)
 	var total int64
 	dirs := folderCache{root: dst, ok: map[string]bool{}}
@@ -339,6 +416,9 @@ func extractTar(ctx context.Context, r io.Reader, dst string, limit int64, skip 
 			}
 			if err := os.Chmod(target, mode); err != nil {
 				return err
+			}
+			if sizes != nil {
+				sizes[name] = h.Size
 			}
 		case tar.TypeSymlink:
 			if err := dirs.make(path.Dir(name)); err != nil {

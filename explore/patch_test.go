@@ -77,7 +77,7 @@ func TestTakePatch(t *testing.T) {
 	// A rewritten .git in the workspace must not matter.
 	write(t, filepath.Join(work, ".git/HEAD"), "ref: refs/heads/evil\n", 0o644)
 
-	p, err := takePatch(context.Background(), filepath.Join(base, ".git"), t.TempDir(), tarOf(t, work))
+	p, err := takePatch(context.Background(), filepath.Join(base, ".git"), t.TempDir(), tarOf(t, work), patchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestTakePatchUnchanged(t *testing.T) {
 		t.Fatalf("cp: %v %s", err, out)
 	}
 	write(t, filepath.Join(work, "build/out.o"), "x", 0o644)
-	p, err := takePatch(context.Background(), filepath.Join(base, ".git"), t.TempDir(), tarOf(t, work))
+	p, err := takePatch(context.Background(), filepath.Join(base, ".git"), t.TempDir(), tarOf(t, work), patchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,10 +172,10 @@ func TestExtractTarRefusesEscapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := t.TempDir()
-	if err := extractTar(context.Background(), &buf, dst, 1<<20, nil); err != nil {
+	if err := extractTar(context.Background(), &buf, dst, 1<<20, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := extractTar(context.Background(), &both, dst, 1<<20, nil); err == nil {
+	if err := extractTar(context.Background(), &both, dst, 1<<20, nil, nil); err == nil {
 		t.Fatal("extracting through a symlink succeeded")
 	}
 	if _, err := os.Stat(filepath.Join(outside, "pwned")); err == nil {
@@ -193,7 +193,7 @@ func TestPatchFiles(t *testing.T) {
 	write(t, filepath.Join(work, "tool.sh"), "echo hi\n", 0o755)
 	os.Remove(filepath.Join(work, "old_name.py"))
 	os.Symlink("stats.py", filepath.Join(work, "link.py"))
-	p, err := takePatch(context.Background(), filepath.Join(base, ".git"), t.TempDir(), tarOf(t, work))
+	p, err := takePatch(context.Background(), filepath.Join(base, ".git"), t.TempDir(), tarOf(t, work), patchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestExtractTarRefusesDeepNesting(t *testing.T) {
 	if err := tarDir(&buf, src, ""); err != nil {
 		t.Fatal(err)
 	}
-	err := extractTar(context.Background(), &buf, t.TempDir(), 1<<20, nil)
+	err := extractTar(context.Background(), &buf, t.TempDir(), 1<<20, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "deeper than") {
 		t.Fatalf("err = %v, want a depth error", err)
 	}
@@ -250,7 +250,7 @@ func TestTakePatchTooLarge(t *testing.T) {
 	}
 	write(t, filepath.Join(work, "big.txt"), strings.Repeat("x\n", MaxPatchBytes), 0o644)
 	before := run(t, base, "count-objects")
-	_, err := takePatch(context.Background(), filepath.Join(base, ".git"), t.TempDir(), tarOf(t, work))
+	_, err := takePatch(context.Background(), filepath.Join(base, ".git"), t.TempDir(), tarOf(t, work), patchOptions{})
 	if !errors.Is(err, ErrPatchTooLarge) {
 		t.Fatalf("err = %v, want ErrPatchTooLarge", err)
 	}

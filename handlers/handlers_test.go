@@ -201,7 +201,7 @@ func TestEndToEnd(t *testing.T) {
 
 	// The scorecard on the pull request, one row per attempt.
 	want := map[int]string{1: "✅ pass", 2: "❌ edited tests (tests/test_stats.py)", 3: "❌ changed test config (conftest.py)",
-		4: "❌ tests failed (2 of 6)", 5: "⚪ no change"}
+		4: "❌ tests failed (2 of 6; failed: 2 hidden tests)", 5: "⚪ no change"}
 	prComments := e.GitHub.Comments(e.Repo, pr.Number)
 	if len(prComments) != 1 || !strings.Contains(prComments[0].Body, "bestofn:run=1 scorecard") {
 		t.Fatalf("comments on the pull request = %+v", prComments)
@@ -274,7 +274,7 @@ func TestEndToEnd(t *testing.T) {
 		if resp.StatusCode != want {
 			t.Errorf("GET %s = %d, want %d", url, resp.StatusCode, want)
 		}
-		if want == 200 && (!strings.Contains(string(page), "Attempt 4: tests failed (2 of 6)") || !strings.Contains(string(page), "test_hidden")) {
+		if want == 200 && (!strings.Contains(string(page), "Attempt 4: tests failed (2 of 6") || !strings.Contains(string(page), "test_hidden")) {
 			t.Errorf("run page lacks attempt 4's outcome and test log:\n%s", page)
 		}
 	}

@@ -46,10 +46,12 @@ type statusView struct {
 	Config    explore.Config
 	PRNumber  int
 	PRURL     string
+	// Baseline, once known, is summed up in one line.
+	Baseline *explore.Baseline
 }
 
 func statusFromProgress(p explore.Progress, cfg explore.Config) statusView {
-	v := statusView{Phase: string(p.Phase), Attempts: p.Attempts, Config: cfg}
+	v := statusView{Phase: string(p.Phase), Attempts: p.Attempts, Config: cfg, Baseline: p.Baseline}
 	iso := p.Isolation
 	v.Isolation = &iso
 	switch p.Phase {
@@ -57,6 +59,8 @@ func statusFromProgress(p explore.Progress, cfg explore.Config) statusView {
 		v.Note = "Preparing the base sandbox."
 	case explore.PhaseSetup:
 		v.Note = "Running setup in the base sandbox."
+	case explore.PhaseBaseline:
+		v.Note = "Running the tests on the base, to know which exist and which already fail."
 	case explore.PhaseAttempting:
 		v.Note = fmt.Sprintf("Running %d attempts, each in its own copy of the base.", len(p.Attempts))
 	}
@@ -74,6 +78,13 @@ func renderStatus(runID int64, runURL string, v statusView) string {
 		b.WriteString("❌ No attempt passed, so no pull request was opened. The scorecard is in the next comment.\n\n")
 	case v.Note != "":
 		b.WriteString(v.Note + "\n\n")
+	}
+	bl := v.Baseline
+	if bl == nil && v.Result != nil {
+		bl = v.Result.Baseline
+	}
+	if line := baselineLine(bl); line != "" {
+		b.WriteString(line + "\n\n")
 	}
 	rows := v.Attempts
 	if v.Result != nil {
@@ -143,13 +154,20 @@ func renderScorecard(runID int64, runURL string, req runRequest, cfg explore.Con
 		if a.GradeDuration > 0 {
 			grading = fmtDuration(a.GradeDuration)
 		}
+		text := a.Outcome.Text
+		if a.AddedTests != "" {
+			text += " · " + a.AddedTests + " (new tests do not vote)"
+		}
 		fmt.Fprintf(&b, "| %s | %s | %s %s | %s | %d | %s | %s |\n", num, cell(hintText(a.Hint), 80), outcomeIcon(a.Outcome),
-			cell(a.Outcome.Text, 300), size, len(a.Patch.Changes), fmtDuration(a.AgentDuration), grading)
+			cell(text, 400), size, len(a.Patch.Changes), fmtDuration(a.AgentDuration), grading)
 	}
 	fmt.Fprintf(&b, "\nBase commit `%s` · test command `%s` · %d attempts in %s on the `%s` sandbox.\n\n",
 		short(res.BaseCommit), cfg.Test, len(res.Attempts), fmtDuration(res.Duration), res.Backend)
 	b.WriteString(isolationWarning(res.Isolation))
-	b.WriteString("A pass means: the attempt's patch alone, applied to a fresh copy of the base together with the hidden tests, made the test command exit 0 in time, and it changed no existing test and no protected path.\n")
+	if line := baselineLine(res.Baseline); line != "" {
+		b.WriteString(line + "\n\n")
+	}
+	b.WriteString("A pass means: the attempt changed no existing test, no test configuration and no protected path; its patch, without any test file it added, was applied to a fresh copy of the base together with the hidden tests; and there every test that passes on the base and every hidden test was reported as run and passed, in time and without network.\n")
 	if cfg.HiddenTests != "" {
 		b.WriteString("Test output is not shown here: it would reveal the hidden tests.")
 		if runURL != "" {
@@ -202,6 +220,35 @@ func renderPRBody(runID int64, req runRequest, cfg explore.Config, res *explore.
 	fmt.Fprintf(&b, "It passed `%s` in a fresh copy of `%s` with only this patch applied and the hidden tests added. The scorecard with every attempt is in the first comment.\n",
 		cfg.Test, short(res.BaseCommit))
 	return marker(runID, "pr") + b.String() + footer(runID)
+}
+
+// baselineLine sums up the baseline: how many tests pass at the base, which
+// already fail there (named: they will not count against any attempt), and
+// how many hidden tests there are (expected to fail at the base).
+func baselineLine(b *explore.Baseline) string {
+	if b == nil {
+		return ""
+	}
+	if b.Format == explore.ReportExitCode {
+		line := fmt.Sprintf("Baseline: the test command exits %d on the base", b.ExitCode)
+		return line + " (tests are not named: the grade reads the exit code only)."
+	}
+	line := fmt.Sprintf("Baseline: %d tests pass on the base", len(b.Passing))
+	if len(b.Failing) > 0 {
+		line += fmt.Sprintf("; %d already fail there and will not count against any attempt: %s", len(b.Failing), cell(names(b.Failing), 300))
+	}
+	if len(b.Hidden) > 0 {
+		line += fmt.Sprintf("; %d hidden tests, %d of which already pass on the base", len(b.Hidden), len(b.HiddenPassing))
+	}
+	return line + "."
+}
+
+func names(ids []string) string {
+	const show = 5
+	if len(ids) <= show {
+		return "`" + strings.Join(ids, "`, `") + "`"
+	}
+	return "`" + strings.Join(ids[:show], "`, `") + fmt.Sprintf("` and %d more", len(ids)-show)
 }
 
 // isolationWarning is a warning block naming what the sandbox could not

@@ -158,7 +158,6 @@ func (s *Server) execute(ctx context.Context, log *slog.Logger, gh *github.Clien
 	}
 	repoDir := filepath.Join(runDir, "repo")
 	base, err := github.CloneBranch(ctx, req.CloneURL, token, repoDir, req.DefaultBranch)
-	token = ""
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +188,27 @@ func (s *Server) execute(ctx context.Context, log *slog.Logger, gh *github.Clien
 		}
 		issue.Comments = append(issue.Comments, explore.IssueComment{Author: c.User, Body: c.Body})
 	}
+	hiddenDir := ""
+	if cfg.HiddenRepo != "" {
+		// A private companion repository, read with this installation's
+		// token on the bot's side only.
+		owner, name, _ := strings.Cut(cfg.HiddenRepo, "/")
+		repo, err := gh.Repository(ctx, owner, name)
+		if err != nil {
+			return nil, fmt.Errorf("hidden_tests: cannot read %s (is the App installed on it?): %w", cfg.HiddenRepo, err)
+		}
+		tok, err := gh.Token(ctx)
+		if err != nil {
+			return nil, err
+		}
+		hiddenDir = filepath.Join(runDir, "hidden")
+		_, err = github.CloneBranch(ctx, repo.CloneURL, tok, hiddenDir, repo.DefaultBranch)
+		if err != nil {
+			return nil, fmt.Errorf("hidden_tests: %w", err)
+		}
+	}
 	task := explore.Task{
+		HiddenDir: hiddenDir,
 		Repo: req.repo(), RepoDir: repoDir, BaseCommit: base, Issue: issue, Config: cfg,
 		AgentFiles: s.opts.AgentFiles, AgentEnv: s.opts.AgentEnv,
 		Labels: map[string]string{"run": strconv.FormatInt(run.ID, 10)},
@@ -311,6 +330,11 @@ func failureNote(err error) string {
 	var se *explore.SetupError
 	if errors.As(err, &se) {
 		return fmt.Sprintf("The setup command failed on the base (%s), so no attempt ran.\n\n%s", se.Error(), details("setup log", se.Log))
+	}
+	var be *explore.BaselineError
+	if errors.As(err, &be) {
+		return fmt.Sprintf("The tests cannot run on the base (%s), so no attempt would be graded honestly and none ran. Fix `setup` or `test` in `%s`.\n\n%s",
+			be.Reason, explore.ConfigPath, details("test log on the base", be.Log))
 	}
 	return "The run stopped: " + err.Error()
 }
