@@ -209,7 +209,7 @@ func (s *Server) execute(ctx context.Context, log *slog.Logger, gh *github.Clien
 	}
 	task := explore.Task{
 		HiddenDir: hiddenDir,
-		Repo: req.repo(), RepoDir: repoDir, BaseCommit: base, Issue: issue, Config: cfg,
+		Repo:      req.repo(), RepoDir: repoDir, BaseCommit: base, Issue: issue, Config: cfg,
 		AgentFiles: s.opts.AgentFiles, AgentEnv: s.opts.AgentEnv,
 		Labels: map[string]string{"run": strconv.FormatInt(run.ID, 10)},
 	}
