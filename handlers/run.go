@@ -208,9 +208,8 @@ func (s *Server) execute(ctx context.Context, log *slog.Logger, gh *github.Clien
 		}
 	}
 	task := explore.Task{
-		HiddenDir: hiddenDir,
-		Repo:      req.repo(), RepoDir: repoDir, BaseCommit: base, Issue: issue, Config: cfg,
-		AgentFiles: s.opts.AgentFiles, AgentEnv: s.opts.AgentEnv,
+		Repo: req.repo(), RepoDir: repoDir, BaseCommit: base, Issue: issue, Config: cfg,
+		AgentFiles: s.opts.AgentFiles, AgentEnv: s.opts.AgentEnv, HiddenDir: hiddenDir,
 		Labels: map[string]string{"run": strconv.FormatInt(run.ID, 10)},
 	}
 	if cfg.Agent != s.opts.DefaultAgent {
