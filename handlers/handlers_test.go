@@ -445,3 +445,70 @@ func TestWebhookIntake(t *testing.T) {
 		}
 	})
 }
+
+// TestHiddenTestsFromCompanionRepo keeps the hidden tests in a private
+// companion repository: they still decide the grade, and without access to
+// that repository the run stops with a comment that names it.
+func TestHiddenTestsFromCompanionRepo(t *testing.T) {
+	hiddenTest, err := fs.ReadFile(examples.FS, "median/.bestofn/hidden/tests/test_hidden.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, reachable := range map[string]bool{"Reachable": true, "NotInstalled": false} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, "companion", func(dir string) {
+				os.RemoveAll(filepath.Join(dir, ".bestofn"))
+				cfg := filepath.Join(dir, ".github", "bestofn.yml")
+				data, _ := os.ReadFile(cfg)
+				data = bytes.Replace(data, []byte("hidden_tests: .bestofn/hidden"), []byte("hidden_tests: {repo: octo-org/stats-hidden, path: hidden}"), 1)
+				os.WriteFile(cfg, data, 0o644)
+			})
+			src := t.TempDir()
+			os.MkdirAll(filepath.Join(src, "hidden", "tests"), 0o755)
+			os.WriteFile(filepath.Join(src, "hidden", "tests", "test_hidden.py"), hiddenTest, 0o644)
+			if _, err := e.GitHub.AddRepo("octo-org", "stats-hidden", src, "main"); err != nil {
+				t.Fatal(err)
+			}
+			if reachable {
+				e.GitHub.AddInstallation(handlerstest.Installation, e.Repo, "octo-org/stats-hidden")
+			}
+			body := e.labeled("bestofn", maintainer)
+			e.post("issues", "d-companion", body, sign(body, secret))
+			jobs := e.wait()
+			runs, _ := e.Store.Runs(context.Background(), store.RunFilter{})
+			if !reachable {
+				st := e.GitHub.Comments(e.Repo, 7)[0].Body
+				if jobs[0].Status != store.JobFailed || !strings.Contains(st, "octo-org/stats-hidden") || len(e.GitHub.Pulls(e.Repo)) != 0 {
+					t.Errorf("job %s; status comment:\n%s", jobs[0].Status, st)
+				}
+				return
+			}
+			if len(runs) != 1 || runs[0].Winner != 1 {
+				t.Fatalf("runs = %+v (job %s %s)", runs, jobs[0].Status, jobs[0].Error)
+			}
+			attempts, _ := e.Store.Attempts(context.Background(), runs[0].ID)
+			if attempts[3].OutcomeKind != "tests_failed" {
+				t.Errorf("attempt 4 = %s: the companion's hidden tests did not grade it", attempts[3].Outcome)
+			}
+		})
+	}
+}
+
+// TestBrokenSuiteStopsTheRun: when the tests cannot run on the base, no
+// attempt runs and the status comment says why.
+func TestBrokenSuiteStopsTheRun(t *testing.T) {
+	e := newEnv(t, "broken", func(dir string) {
+		os.WriteFile(filepath.Join(dir, ".github", "bestofn.yml"), []byte("test: no-such-test-runner --all\n"), 0o644)
+	})
+	body := e.labeled("bestofn", maintainer)
+	e.post("issues", "d-broken", body, sign(body, secret))
+	jobs := e.wait()
+	st := e.GitHub.Comments(e.Repo, 7)[0].Body
+	if jobs[0].Status != store.JobFailed || !strings.Contains(st, "cannot run on the base") || !strings.Contains(st, "exit 127") {
+		t.Errorf("job %s; status comment:\n%s", jobs[0].Status, st)
+	}
+	runs, _ := e.Store.Runs(context.Background(), store.RunFilter{})
+	if attempts, _ := e.Store.Attempts(context.Background(), runs[0].ID); len(attempts) != 0 {
+		t.Errorf("%d attempts ran against a broken suite", len(attempts))
+	}
+}
