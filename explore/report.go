@@ -104,12 +104,12 @@ const maxReportMessage = 200
 //     failure="..." attribute (node), skipped with a <skipped> child; a
 //     <failure> or <error> right inside a <testsuite> fails an entry named
 //     after the suite.
-//   - go-json: one entry per test, the last of repeated runs winning only
-//     if worse; a test that started and never finished is failed ("no
-//     result ..."), and so is a package whose run failed without a failed
-//     test of its own (build or setup failure, TestMain exit): ID = the
-//     package, Message = its "FAIL ... [build failed]" line and the first
-//     compiler error. Lines that are not events are skipped; data with no
+//   - go-json: one entry per test ("pkg.TestX/sub"), repeated runs
+//     (-count) keeping the worst status; a test that started and never
+//     finished is failed ("no result ..."), and so is a package whose run
+//     failed without a failed test of its own (build or setup failure,
+//     TestMain exit): ID = the package, Message = its "FAIL ... [build
+//     failed]" line and the first compiler error. Lines that are not events are skipped; data with no
 //     event at all but something else is an error, empty data is not.
 //   - unittest: one entry per "name (module.Class.name) ... outcome" line
 //     (3.11+, or "name (module.Class)" before), its docstring form on two
