@@ -278,3 +278,23 @@ func TestEngineCancel(t *testing.T) {
 	}
 	assertClean(t, data)
 }
+
+// TestEngineBackgroundProcess: a process the agent leaves running, which
+// would write the fix into the workspace a moment after the agent exits,
+// is gone before the patch is taken and never reaches the grade.
+func TestEngineBackgroundProcess(t *testing.T) {
+	e, data := newEngine(t)
+	tk := task(t, 1)
+	tk.Config.Agent = `echo 'add() { echo $(( $1 + $2 )); }' > /bestofn/fixed.sh
+(for i in $(seq 1 100); do sleep 0.1; cp /bestofn/fixed.sh /workspace/calc.sh; done) </dev/null >/dev/null 2>&1 &
+echo 'add() { [ "$1" = 2 ] && echo 4; }' > calc.sh`
+	res, err := e.Run(context.Background(), tk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := res.Attempts[0]
+	if a.Outcome.Kind != explore.OutcomeTestsFailed || strings.Contains(string(a.Patch.Diff), "$1 + $2") {
+		t.Errorf("outcome %s; patch:\n%s", a.Outcome.Text, a.Patch.Diff)
+	}
+	assertClean(t, data)
+}
