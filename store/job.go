@@ -35,6 +35,8 @@ const (
 	JobDone    JobStatus = "done"
 	JobFailed  JobStatus = "failed"
 	JobIgnored JobStatus = "ignored"
+	// JobCancelled is a job stopped by `/bestofn cancel`.
+	JobCancelled JobStatus = "cancelled"
 )
 
 // Job is durable work made from a delivery and run by a worker.
@@ -75,60 +77,58 @@ func (db *DB) RecordDelivery(ctx context.Context, d Delivery, job *Job) (jobID i
 	if d.ID == "" {
 		return 0, false, errors.New("record delivery: empty delivery ID")
 	}
-	now := db.now()
 	err = db.withTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `
-			INSERT INTO deliveries (id, event, action, repo, installation_id, received_at)
-			VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (id) DO NOTHING`,
-			d.ID, d.Event, d.Action, d.Repo, d.InstallationID, formatTime(now))
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			dup = true
-			return nil
-		}
-		if job == nil {
-			return nil
-		}
-		j := *job
-		j.DeliveryID = d.ID
-		if j.Kind == "" {
-			j.Kind = JobKindRun
-		}
-		if j.Repo == "" {
-			j.Repo = d.Repo
-		}
-		if j.InstallationID == 0 {
-			j.InstallationID = d.InstallationID
-		}
-		j.Status, j.Error, j.Tries = JobQueued, "", 0
-		j.CreatedAt, j.UpdatedAt = now, now
-		res, err = tx.ExecContext(ctx, `
-			INSERT INTO jobs (delivery_id, kind, installation_id, repo, issue, payload,
-				status, error, tries, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			j.DeliveryID, j.Kind, j.InstallationID, j.Repo, j.Issue, j.Payload,
-			j.Status, j.Error, j.Tries, formatTime(now), formatTime(now))
-		if err != nil {
-			return err
-		}
-		if j.ID, err = res.LastInsertId(); err != nil {
-			return err
-		}
-		jobID = j.ID
-		*job = j
-		return nil
+		jobID, dup, err = db.recordDelivery(ctx, tx, d, job)
+		return err
 	})
 	if err != nil {
 		return 0, false, fmt.Errorf("record delivery %s: %w", d.ID, err)
 	}
 	return jobID, dup, nil
+}
+
+// recordDelivery is RecordDelivery inside tx.
+func (db *DB) recordDelivery(ctx context.Context, tx *sql.Tx, d Delivery, job *Job) (jobID int64, dup bool, err error) {
+	now := db.now()
+	res, err := tx.ExecContext(ctx, `
+		INSERT INTO deliveries (id, event, action, repo, installation_id, received_at)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO NOTHING`,
+		d.ID, d.Event, d.Action, d.Repo, d.InstallationID, formatTime(now))
+	if err != nil {
+		return 0, false, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil || n == 0 || job == nil {
+		return 0, n == 0 && err == nil, err
+	}
+	j := *job
+	j.DeliveryID = d.ID
+	if j.Kind == "" {
+		j.Kind = JobKindRun
+	}
+	if j.Repo == "" {
+		j.Repo = d.Repo
+	}
+	if j.InstallationID == 0 {
+		j.InstallationID = d.InstallationID
+	}
+	j.Status, j.Error, j.Tries = JobQueued, "", 0
+	j.CreatedAt, j.UpdatedAt = now, now
+	res, err = tx.ExecContext(ctx, `
+		INSERT INTO jobs (delivery_id, kind, installation_id, repo, issue, payload,
+			status, error, tries, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		j.DeliveryID, j.Kind, j.InstallationID, j.Repo, j.Issue, j.Payload,
+		j.Status, j.Error, j.Tries, formatTime(now), formatTime(now))
+	if err != nil {
+		return 0, false, err
+	}
+	if j.ID, err = res.LastInsertId(); err != nil {
+		return 0, false, err
+	}
+	*job = j
+	return j.ID, false, nil
 }
 
 // Delivery returns the delivery with the given ID, or an error wrapping
@@ -193,7 +193,7 @@ func (db *DB) ClaimJob(ctx context.Context) (*Job, error) {
 // and an error for any other status.
 func (db *DB) FinishJob(ctx context.Context, id int64, status JobStatus, errText string) error {
 	switch status {
-	case JobDone, JobFailed, JobIgnored:
+	case JobDone, JobFailed, JobIgnored, JobCancelled:
 	default:
 		return fmt.Errorf("finish job %d: status %q is not final", id, status)
 	}
