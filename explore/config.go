@@ -36,6 +36,9 @@ var DefaultHints = []string{
 var TestConfigGlobs = []string{
 	"**/conftest.py", "pytest.ini", "setup.cfg", "pyproject.toml", "tox.ini", "noxfile.py",
 	"jest.config.*", "vitest.config.*", ".mocharc*", "karma.conf.*",
+	// Modules that shadow Python's test runners, or run at interpreter start.
+	"unittest.py", "unittest/**", "pytest.py", "pytest/**", "_pytest/**",
+	"**/sitecustomize.py", "**/usercustomize.py", "**/*.pth",
 }
 
 // DefaultProtected are the protected globs used when the configuration names

@@ -66,6 +66,9 @@ type Task struct {
 	AgentEnv map[string]string
 	// Labels are passed to the sandbox backend (run id and so on).
 	Labels map[string]string
+	// Revision, when set, is what a reviewer asked to change on the bot's
+	// pull request; the prompt carries it (`/bestofn revise`).
+	Revision string
 	// HiddenDir is a folder on the bot's side holding the hidden tests when
 	// they come from a companion repository (Config.HiddenRepo); it mirrors
 	// the repository's layout.

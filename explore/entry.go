@@ -17,6 +17,9 @@ var (
 	nodeRunners  = map[string]bool{"npm": true, "yarn": true, "pnpm": true, "bun": true}
 	packageJSON  = "package.json"
 	nodeTestKeys = []string{"jest", "mocha", "ava", "c8", "nyc", "vitest"}
+	// nodeRunnerConfig changes how npm, yarn, pnpm or bun run scripts
+	// (script-shell, node-options, hooks).
+	nodeRunnerConfig = []string{".npmrc", ".yarnrc", ".yarnrc.yml", ".pnpmfile.cjs", "bunfig.toml"}
 )
 
 // commandWords splits a shell command line into words at blanks and at the
@@ -48,7 +51,9 @@ func watchedFiles(test string) []string {
 // just; in package.json, the scripts the command runs (with their pre and
 // post scripts) and the test runners' configuration keys, when it runs npm,
 // yarn, pnpm or bun (adding a dependency is not a change of entry point);
-// and any file of the base tree the command names (./run-tests.sh).
+// the package managers' own configuration (.npmrc and the like), which can
+// swap the shell scripts run in; and any file of the base tree the command
+// names (./run-tests.sh).
 func entryPointChanges(test, baseDir string, p Patch) []string {
 	changed := map[string]bool{}
 	for _, c := range p.Changes {
@@ -81,6 +86,11 @@ func entryPointChanges(test, baseDir string, p Patch) []string {
 		case nodeRunners[w]:
 			if v, ok := p.Files[packageJSON]; ok && scriptsChanged(v, nodeScript(words[i+1:])) {
 				add(packageJSON)
+			}
+			for _, f := range nodeRunnerConfig {
+				if changed[f] {
+					add(f)
+				}
 			}
 		}
 		rel := path.Clean(strings.TrimPrefix(w, "./"))

@@ -93,8 +93,8 @@ type Baseline struct {
 	// Format is the report format ("exit-code" when tests are not named).
 	Format string
 	// Passing and Failing are the repository's own tests at the base,
-	// without hidden tests. Failing ones are named in the status comment
-	// and never count against an attempt.
+	// without hidden tests. Failing ones are named in the status comment:
+	// an attempt must make them pass too (one of them may be the bug).
 	Passing, Failing []string
 	// Hidden are the tests that only the run with hidden tests reported;
 	// HiddenPassing those of them that already pass at the base.
@@ -171,14 +171,38 @@ func (r *runState) runBaseline(ctx context.Context, base sandbox.Sandbox) (*Base
 		return nil, err
 	}
 	b.Log = withHidden.log()
-	if withHidden.report != nil {
-		for _, t := range withHidden.report.Tests {
-			if known[t.ID] {
-				continue
-			}
-			b.Hidden = append(b.Hidden, t.ID)
-			if t.Status == TestPassed {
-				b.HiddenPassing = append(b.HiddenPassing, t.ID)
+	if withHidden.report == nil {
+		return b, nil
+	}
+	failedAtBase := map[string]bool{}
+	for _, t := range withHidden.report.Tests {
+		if known[t.ID] {
+			continue
+		}
+		known[t.ID] = true
+		b.Hidden = append(b.Hidden, t.ID)
+		if t.Status == TestPassed {
+			b.HiddenPassing = append(b.HiddenPassing, t.ID)
+		} else {
+			failedAtBase[t.ID] = true
+		}
+	}
+	// A hidden file that could not load or build on the base is reported
+	// under its module or package name: its tests, read from its source,
+	// are required by name too, so an attempt cannot keep some of them from
+	// running.
+	for _, c := range staticHiddenTests(format, r.hidden, r.baseDir) {
+		loadFailed := false
+		for _, n := range c.names {
+			loadFailed = loadFailed || failedAtBase[n]
+		}
+		if !loadFailed {
+			continue
+		}
+		for _, id := range c.ids {
+			if !known[id] {
+				known[id] = true
+				b.Hidden = append(b.Hidden, id)
 			}
 		}
 	}
@@ -200,10 +224,10 @@ type verdict struct {
 }
 
 // judge grades a test run. With the exit-code format, exit 0 passes. With
-// a report, every test that passed at the base and every hidden test must be
-// reported as passed (a skip or an absence fails), and no test may fail
-// unless it already failed at the base; a non-zero exit passes only when the
-// base also exited non-zero and every failure is one the base had.
+// a report, every test the base has (passing or already failing: a failing
+// one may be the very bug) and every hidden test must be reported as passed
+// (a skip or an absence fails), no test may fail, and the command must exit
+// 0.
 func judge(b *Baseline, t testRun) verdict {
 	if b.Format == ReportExitCode {
 		if t.res.ExitCode == 0 {
@@ -218,45 +242,52 @@ func judge(b *Baseline, t testRun) verdict {
 	for _, id := range b.Hidden {
 		v.hidden[id] = true
 	}
-	excused := map[string]bool{}
-	for _, id := range b.Failing {
-		excused[id] = true
-	}
 	seen := map[string]bool{}
 	status := make(map[string]TestStatus, len(t.report.Tests))
 	for _, tr := range t.report.Tests {
 		seen[tr.ID] = true
 		status[tr.ID] = tr.Status
-		if tr.Status == TestFailed && !excused[tr.ID] {
+		if tr.Status == TestFailed {
 			v.failed = append(v.failed, tr.ID)
 		}
 	}
-	for _, id := range append(append([]string{}, b.Passing...), b.Hidden...) {
+	required := append(append(append([]string{}, b.Passing...), b.Failing...), b.Hidden...)
+	for _, id := range required {
 		seen[id] = true
 		st, ok := status[id]
 		switch {
-		case ok && st == TestPassed:
-		case ok && st == TestFailed && !excused[id]:
-			// already in failed
+		case ok && st == TestPassed, ok && st == TestFailed:
+			// passed, or already counted as failed
+		case !ok && parametrizedPass(id, status):
+			// pytest reports a parametrized test as test_x[case]; every case
+			// that ran is judged on its own above.
 		case !ok && covered(id, t.report):
 			// A test that could not even load at the base (an import or
 			// build failure reported under its module or package) now runs
 			// under its real names.
 		default:
-			if !(ok && st == TestFailed) {
-				v.missing = append(v.missing, id)
-			}
+			v.missing = append(v.missing, id)
 		}
 	}
 	v.total = len(seen)
 	switch {
 	case len(v.failed) > 0 || len(v.missing) > 0:
-	case t.res.ExitCode != 0 && b.ExitCode == 0:
+	case t.res.ExitCode != 0:
 		v.reason = fmt.Sprintf("every test passed but the test command exited %d", t.res.ExitCode)
 	default:
 		v.pass = true
 	}
 	return v
+}
+
+// parametrizedPass reports whether some test named id+"[...]" passed.
+func parametrizedPass(id string, status map[string]TestStatus) bool {
+	for k, st := range status {
+		if st == TestPassed && strings.HasPrefix(k, id+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 // covered reports whether id, a test reported at the base that the run does
@@ -366,16 +397,17 @@ func (r *runState) grade(ctx context.Context, base sandbox.Sandbox, a *Attempt) 
 		}
 		if v2 := judge(r.baseline, again); v2.pass {
 			a.Flaky = append(append([]string{}, v.failed...), v.missing...)
+			flaky := v.names(a.Flaky)
 			if len(a.Flaky) == 0 {
-				a.Flaky = []string{"(the test command)"}
+				flaky = "the test command"
 			}
 			v, a.TestLog = v2, again.log()
+			a.Outcome = Outcome{Kind: OutcomePass, Text: "pass (flaky: " + flaky + ")"}
 		}
 	}
 	if v.pass {
-		a.Outcome = Outcome{Kind: OutcomePass, Text: "pass"}
-		if len(a.Flaky) > 0 {
-			a.Outcome.Text = "pass (flaky: " + names(a.Flaky) + ")"
+		if a.Outcome.Kind != OutcomePass {
+			a.Outcome = Outcome{Kind: OutcomePass, Text: "pass"}
 		}
 	} else {
 		a.Outcome = outcome(OutcomeTestsFailed, v.text())

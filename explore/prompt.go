@@ -22,8 +22,13 @@ func Prompt(t Task, hint string) string {
 			fmt.Fprintf(&b, "@%s wrote:\n\n%s\n\n", c.Author, strings.TrimSpace(c.Body))
 		}
 	}
-	fmt.Fprintf(&b, "## Your task\n\nThe repository %s is checked out in %s (your current folder). "+
-		"Change the code so that the issue above is resolved. Work only inside %s.\n\n", t.Repo, "/workspace", "/workspace")
+	if r := strings.TrimSpace(t.Revision); r != "" {
+		fmt.Fprintf(&b, "## Your task\n\nThe repository %s is checked out in /workspace (your current folder) with an earlier fix for the issue above already applied. "+
+			"A reviewer asked for these changes to it:\n\n%s\n\nMake them. Work only inside /workspace.\n\n", t.Repo, r)
+	} else {
+		fmt.Fprintf(&b, "## Your task\n\nThe repository %s is checked out in /workspace (your current folder). "+
+			"Change the code so that the issue above is resolved. Work only inside /workspace.\n\n", t.Repo)
+	}
 	b.WriteString("## How your work is graded\n\n")
 	b.WriteString("- When you finish, every change under /workspace is taken as one patch against the starting commit (`git add -A`); files git ignores are left out.\n")
 	fmt.Fprintf(&b, "- The patch is applied to a fresh copy of the repository, more tests that you cannot see are added, and `%s` runs there without network: every existing test and every hidden test must be reported as run and passed.\n", cfg.Test)

@@ -26,11 +26,42 @@ type runRequest struct {
 	IssueURL      string `json:"issue_url"`
 	Sender        string `json:"sender"`
 	// Label is the label that was added; the job checks it against the
-	// repository's configured label before doing anything else.
+	// repository's configured label before doing anything else. Empty for
+	// runs started by a comment.
 	Label string `json:"label,omitempty"`
+	// Trigger is how the run was asked for: TriggerLabel, TriggerComment,
+	// TriggerRetry or TriggerRevise.
+	Trigger string `json:"trigger"`
+	// Association is the sender's author_association on the comment.
+	Association string `json:"association,omitempty"`
+	// CommentID is the comment that gave the command, for reactions.
+	CommentID int64 `json:"comment_id,omitempty"`
+	// Attempts overrides the configured number of attempts when not zero.
+	Attempts int `json:"attempts,omitempty"`
+	// PR is the bot's pull request a retry or revise was asked on.
+	PR int `json:"pr,omitempty"`
+	// Revise is what the reviewer asked for.
+	Revise string `json:"revise,omitempty"`
 }
 
+// Triggers of a run.
+const (
+	TriggerLabel   = "label"
+	TriggerComment = "comment"
+	TriggerRetry   = "retry"
+	TriggerRevise  = "revise"
+)
+
 func (r runRequest) repo() string { return r.Owner + "/" + r.Name }
+
+// statusOn is where the run's status comment goes: the pull request a retry
+// or revise was asked on, else the issue.
+func (r runRequest) statusOn() int {
+	if r.PR != 0 {
+		return r.PR
+	}
+	return r.Issue
+}
 
 // decideIssues handles the issues event
 // (https://docs.github.com/en/webhooks/webhook-events-and-payloads#issues).
@@ -69,6 +100,7 @@ func decideIssues(body []byte) (decision, error) {
 		IssueURL:      ev.Issue.GetHTMLURL(),
 		Sender:        ev.GetSender().GetLogin(),
 		Label:         ev.Label.GetName(),
+		Trigger:       TriggerLabel,
 	}
 	if req.Owner == "" || req.Name == "" || req.CloneURL == "" || req.Issue == 0 {
 		return decision{}, errors.New("issues.labeled without repository owner, name, clone_url or issue number")
@@ -77,13 +109,8 @@ func decideIssues(body []byte) (decision, error) {
 	if err != nil {
 		return decision{}, err
 	}
-	return decision{job: &store.Job{
-		Kind:           JobRun,
-		InstallationID: ev.GetInstallation().GetID(),
-		Repo:           req.repo(),
-		Issue:          req.Issue,
-		Payload:        payload,
-	}}, nil
+	job := &store.Job{Kind: JobRun, InstallationID: ev.GetInstallation().GetID(), Repo: req.repo(), Issue: req.Issue, Payload: payload}
+	return decision{job: job, exclusive: true, busy: busyReply(job, req.Owner, req.Name, req.Issue, 0)}, nil
 }
 
 // isBot reports whether a sender is a bot: type Bot or a login ending in "[bot]".

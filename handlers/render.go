@@ -32,7 +32,7 @@ func footer(runID int64) string {
 	if runID != 0 {
 		run = fmt.Sprintf(" · run %d", runID)
 	}
-	return "\n\n<sub>bestofn" + run + " · to run again, remove the label and add it back</sub>\n"
+	return "\n\n<sub>bestofn" + run + " · comment `/bestofn help` for commands</sub>\n"
 }
 
 // statusView is what the status comment shows.
@@ -117,7 +117,7 @@ func renderStatus(runID int64, runURL string, v statusView) string {
 	}
 	// The link (which opens full logs, hidden test output included) appears
 	// only once the run is over, so no agent of this run can follow it.
-	if runURL != "" && (v.Phase == "done" || v.Phase == "failed") {
+	if runURL != "" && (v.Phase == "done" || v.Phase == "failed" || v.Phase == "cancelled") {
 		fmt.Fprintf(&b, "[Run page with full logs](%s)\n", runURL)
 	}
 	return marker(runID, "status") + strings.TrimSpace(b.String()) + footer(runID)
@@ -167,7 +167,7 @@ func renderScorecard(runID int64, runURL string, req runRequest, cfg explore.Con
 	if line := baselineLine(res.Baseline); line != "" {
 		b.WriteString(line + "\n\n")
 	}
-	b.WriteString("A pass means: the attempt changed no existing test, no test configuration and no protected path; its patch, without any test file it added, was applied to a fresh copy of the base together with the hidden tests; and there every test that passes on the base and every hidden test was reported as run and passed, in time and without network.\n")
+	b.WriteString("A pass means: the attempt changed no existing test, no test configuration and no protected path; its patch, without any test file it added, was applied to a fresh copy of the base together with the hidden tests; and there every test of the base and every hidden test was reported as run and passed, in time and without network.\n")
 	if cfg.HiddenTests != "" {
 		b.WriteString("Test output is not shown here: it would reveal the hidden tests.")
 		if runURL != "" {
@@ -235,7 +235,7 @@ func baselineLine(b *explore.Baseline) string {
 	}
 	line := fmt.Sprintf("Baseline: %d tests pass on the base", len(b.Passing))
 	if len(b.Failing) > 0 {
-		line += fmt.Sprintf("; %d already fail there and will not count against any attempt: %s", len(b.Failing), cell(names(b.Failing), 300))
+		line += fmt.Sprintf("; %d already fail there (an attempt must make them pass too): %s", len(b.Failing), cell(names(b.Failing), 300))
 	}
 	if len(b.Hidden) > 0 {
 		line += fmt.Sprintf("; %d hidden tests, %d of which already pass on the base", len(b.Hidden), len(b.HiddenPassing))

@@ -39,6 +39,19 @@ func (s *Server) runJob(ctx context.Context, job *store.Job) {
 		_ = s.opts.Store.FinishJob(ctx, job.ID, store.JobFailed, fmt.Sprintf("interrupted %d times; given up", job.Tries-1))
 		return
 	}
+	jctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if job.Kind == JobRun {
+		s.mu.Lock()
+		s.cancels[job.ID] = cancel
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			delete(s.cancels, job.ID)
+			s.mu.Unlock()
+		}()
+		go s.watchCancel(jctx, job.ID, cancel, time.Second)
+	}
 	status, err := func() (status store.JobStatus, err error) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -47,7 +60,15 @@ func (s *Server) runJob(ctx context.Context, job *store.Job) {
 		}()
 		switch job.Kind {
 		case JobRun:
-			return s.runIssue(ctx, log, job)
+			return s.runIssue(jctx, log, job)
+		case JobReply:
+			return s.runReply(jctx, log, job)
+		case JobCommand:
+			return s.runCommand(jctx, log, job)
+		case JobPRClosed:
+			return s.runPRClosed(jctx, log, job)
+		case JobInstallation:
+			return s.runInstallation(jctx, log, job)
 		default:
 			return store.JobFailed, fmt.Errorf("unknown job kind %q", job.Kind)
 		}
@@ -78,6 +99,7 @@ func (s *Server) runIssue(ctx context.Context, log *slog.Logger, job *store.Job)
 	if err != nil {
 		return store.JobFailed, err
 	}
+	where := req.statusOn()
 	cfgData, _, err := gh.FetchFile(ctx, req.Owner, req.Name, explore.ConfigPath, req.DefaultBranch)
 	if err != nil {
 		return store.JobFailed, err
@@ -85,31 +107,40 @@ func (s *Server) runIssue(ctx context.Context, log *slog.Logger, job *store.Job)
 	// The label is known only from the file; a bad file still names its label
 	// when it can be read, so its errors reach the right issues.
 	cfg, cfgErr := explore.ParseConfig(cfgData, nil)
-	if req.Label != "" && req.Label != cfg.Label {
+	if req.Trigger == TriggerLabel && req.Label != cfg.Label {
 		log.Debug("label is not the configured one", "label", req.Label, "configured", cfg.Label)
 		return store.JobIgnored, nil
 	}
-	if cfgErr != nil {
-		s.metrics.runs.WithLabelValues("config_error").Inc()
-		body := fmt.Sprintf("⚠️ bestofn did not start: the configuration file has problems.\n\n%s\n\nFix `%s` on the default branch and add the label again.",
-			bulletConfigError(cfgErr), explore.ConfigPath)
-		if _, err := gh.CreateIssueComment(ctx, req.Owner, req.Name, req.Issue, marker(0, "")+body+footer(0)); err != nil {
+	refuse := func(result, text string) (store.JobStatus, error) {
+		s.metrics.runs.WithLabelValues(result).Inc()
+		react(ctx, log, gh, req.Owner, req.Name, req.CommentID, "-1")
+		if _, err := gh.CreateIssueComment(ctx, req.Owner, req.Name, where, marker(0, "")+text+footer(0)); err != nil {
 			return store.JobFailed, err
 		}
 		return store.JobDone, nil
 	}
-	role, err := gh.Permission(ctx, req.Owner, req.Name, req.Sender)
+	if cfgErr != nil {
+		return refuse("config_error", fmt.Sprintf("⚠️ bestofn did not start: the configuration file has problems.\n\n%s\n\nFix `%s` on the default branch, then ask again.",
+			bulletConfigError(cfgErr), explore.ConfigPath))
+	}
+	ok, role, err := mayWrite(ctx, gh, req.Owner, req.Name, req.Sender, req.Association)
 	if err != nil {
 		return store.JobFailed, err
 	}
-	if !writeRoles[role] {
-		s.metrics.runs.WithLabelValues("refused").Inc()
-		body := fmt.Sprintf("@%s bestofn runs only for people with write access to this repository (you have %s). A maintainer can add the `%s` label to start it.",
-			req.Sender, role, cfg.Label)
-		if _, err := gh.CreateIssueComment(ctx, req.Owner, req.Name, req.Issue, marker(0, "")+body+footer(0)); err != nil {
+	if !ok {
+		how := fmt.Sprintf("A maintainer can add the `%s` label or comment `/bestofn` to start it.", cfg.Label)
+		if req.Trigger == TriggerLabel {
+			how = "The label stays; a maintainer can remove it and add it again, or comment `/bestofn`."
+		}
+		return refuse("refused", fmt.Sprintf("@%s bestofn runs only for people with write access to this repository (you have %s). %s", req.Sender, role, how))
+	}
+	react(ctx, log, gh, req.Owner, req.Name, req.CommentID, "eyes")
+	if req.Title == "" {
+		is, err := gh.Issue(ctx, req.Owner, req.Name, req.Issue)
+		if err != nil {
 			return store.JobFailed, err
 		}
-		return store.JobDone, nil
+		req.Title, req.Body = is.Title, is.Body
 	}
 
 	run := &store.Run{JobID: job.ID, Repo: req.repo(), Issue: req.Issue, Status: store.RunPreparing}
@@ -126,19 +157,26 @@ func (s *Server) runIssue(ctx context.Context, log *slog.Logger, job *store.Job)
 	}
 
 	res, err := s.execute(ctx, log, gh, req, cfgData, run, st)
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err() // cancelled while attempts ran: nothing was published
+	}
 	if err != nil {
-		s.metrics.runs.WithLabelValues("failed").Inc()
+		bg := context.WithoutCancel(ctx)
+		view := statusView{Phase: "failed", Note: failureNote(err), Result: res}
+		status := store.JobFailed
 		run.Status, run.Error, run.FinishedAt = store.RunFailed, err.Error(), time.Now()
 		if ctx.Err() != nil {
-			run.Status, run.Error = store.RunCancelled, "cancelled"
+			cancelled, _ := s.opts.Store.CancelRequested(bg, job.ID)
+			if !cancelled {
+				return store.JobFailed, ctx.Err() // shutting down: the job runs again at the next start
+			}
+			run.Status, run.Error, status = store.RunCancelled, "cancelled", store.JobCancelled
+			view = statusView{Phase: "cancelled", Note: "Cancelled with `/bestofn cancel`: the agents were stopped and the sandboxes removed; nothing was published.", Result: res}
 		}
-		bg := context.WithoutCancel(ctx)
+		s.metrics.runs.WithLabelValues(string(run.Status)).Inc()
 		_ = s.opts.Store.UpdateRun(bg, run)
-		_ = st.update(bg, renderStatus(run.ID, s.runURL(run.ID), statusView{Phase: "failed", Note: failureNote(err), Result: res}))
-		if ctx.Err() != nil {
-			return store.JobFailed, ctx.Err()
-		}
-		return store.JobFailed, err
+		_ = st.update(bg, renderStatus(run.ID, s.runURL(run.ID), view))
+		return status, err
 	}
 	return store.JobDone, nil
 }
@@ -157,10 +195,15 @@ func (s *Server) execute(ctx context.Context, log *slog.Logger, gh *github.Clien
 		return nil, err
 	}
 	repoDir := filepath.Join(runDir, "repo")
-	base, err := github.CloneBranch(ctx, req.CloneURL, token, repoDir, req.DefaultBranch)
+	branch := req.DefaultBranch
+	if req.Trigger == TriggerRevise {
+		branch = branchFor(req.Issue) // a revision starts from the pull request's branch
+	}
+	base, err := github.CloneBranch(ctx, req.CloneURL, token, repoDir, branch)
 	if err != nil {
 		return nil, err
 	}
+
 	cfg, err := explore.ParseConfig(cfgData, os.DirFS(repoDir))
 	if err != nil {
 		return nil, err
@@ -170,6 +213,9 @@ func (s *Server) execute(ctx context.Context, log *slog.Logger, gh *github.Clien
 	}
 	if cfg.Agent == "" {
 		return nil, errors.New("no agent configured: set `agent` in " + explore.ConfigPath)
+	}
+	if req.Attempts > 0 {
+		cfg.Attempts = req.Attempts
 	}
 	run.BaseCommit = base
 	run.Config, _ = json.Marshal(cfg)
@@ -181,9 +227,18 @@ func (s *Server) execute(ctx context.Context, log *slog.Logger, gh *github.Clien
 	if err != nil {
 		return nil, err
 	}
+	if req.Trigger == TriggerRevise {
+		// The review happens on the pull request: its conversation goes
+		// into the prompt too.
+		more, err := gh.IssueComments(ctx, req.Owner, req.Name, req.PR)
+		if err != nil {
+			return nil, err
+		}
+		comments = append(comments, more...)
+	}
 	issue := explore.Issue{Number: req.Issue, Title: req.Title, Body: req.Body}
 	for _, c := range comments {
-		if c.UserType == "Bot" || strings.HasSuffix(c.User, "[bot]") {
+		if c.UserType == "Bot" || strings.HasSuffix(c.User, "[bot]") || ParseCommand(c.Body).Command != nil {
 			continue
 		}
 		issue.Comments = append(issue.Comments, explore.IssueComment{Author: c.User, Body: c.Body})
@@ -209,7 +264,7 @@ func (s *Server) execute(ctx context.Context, log *slog.Logger, gh *github.Clien
 	}
 	task := explore.Task{
 		Repo: req.repo(), RepoDir: repoDir, BaseCommit: base, Issue: issue, Config: cfg,
-		AgentFiles: s.opts.AgentFiles, AgentEnv: s.opts.AgentEnv, HiddenDir: hiddenDir,
+		AgentFiles: s.opts.AgentFiles, AgentEnv: s.opts.AgentEnv, HiddenDir: hiddenDir, Revision: req.Revise,
 		Labels: map[string]string{"run": strconv.FormatInt(run.ID, 10)},
 	}
 	if cfg.Agent != s.opts.DefaultAgent {
@@ -248,7 +303,7 @@ func (s *Server) execute(ctx context.Context, log *slog.Logger, gh *github.Clien
 
 	card := renderScorecard(run.ID, s.runURL(run.ID), req, cfg, res)
 	if res.Winner == 0 {
-		if _, err := gh.CreateIssueComment(ctx, req.Owner, req.Name, req.Issue, card); err != nil {
+		if _, err := gh.CreateIssueComment(ctx, req.Owner, req.Name, req.statusOn(), card); err != nil {
 			return res, err
 		}
 		s.metrics.runs.WithLabelValues("no_pass").Inc()
@@ -295,7 +350,7 @@ func (s *Server) publish(ctx context.Context, gh *github.Client, runID int64, re
 	if err != nil {
 		return 0, "", err
 	}
-	branch := fmt.Sprintf("bestofn/issue-%d", req.Issue)
+	branch := branchFor(req.Issue)
 	if err := gh.SetBranch(ctx, req.Owner, req.Name, branch, sha); err != nil {
 		return 0, "", err
 	}
@@ -388,7 +443,7 @@ func (c *statusComment) update(ctx context.Context, body string) error {
 		return nil
 	}
 	if c.run.StatusCommentID == 0 {
-		cm, err := c.gh.CreateIssueComment(ctx, c.req.Owner, c.req.Name, c.req.Issue, body)
+		cm, err := c.gh.CreateIssueComment(ctx, c.req.Owner, c.req.Name, c.req.statusOn(), body)
 		if err != nil {
 			return err
 		}

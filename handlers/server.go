@@ -64,6 +64,9 @@ type Server struct {
 	metrics *metrics
 	wake    chan struct{}
 	wg      sync.WaitGroup
+
+	mu      sync.Mutex
+	cancels map[int64]context.CancelFunc // running run jobs of this process, by job id
 }
 
 // New checks the options and returns a Server. It starts nothing: call Start
@@ -95,6 +98,7 @@ func New(opts Options) (*Server, error) {
 		log:     opts.Log,
 		metrics: newMetrics(opts.Registry),
 		wake:    make(chan struct{}, 1),
+		cancels: map[int64]context.CancelFunc{},
 	}
 	s.engine = &explore.Engine{Provider: opts.Provider, WorkDir: filepath.Join(opts.DataDir, "work"), Log: opts.Log}
 	return s, nil
@@ -165,6 +169,36 @@ func (s *Server) worker(ctx context.Context) {
 			return
 		case <-s.wake:
 		case <-time.After(3 * time.Second):
+		}
+	}
+}
+
+// cancelLocal cancels job's context at once when this process runs it; the
+// store's cancel flag reaches a job run by another process.
+func (s *Server) cancelLocal(jobID int64) {
+	s.mu.Lock()
+	cancel := s.cancels[jobID]
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// watchCancel cancels a run job's context when its cancel flag is set in the
+// store (by `/bestofn cancel`, in this process or another), polling every
+// interval until ctx ends.
+func (s *Server) watchCancel(ctx context.Context, jobID int64, cancel context.CancelFunc, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if req, err := s.opts.Store.CancelRequested(ctx, jobID); err == nil && req {
+				cancel()
+				return
+			}
 		}
 	}
 }

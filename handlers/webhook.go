@@ -23,6 +23,10 @@ const MaxPayloadBytes = 25 << 20
 type decision struct {
 	// job is the work to record; nil means "nothing to do".
 	job *store.Job
+	// exclusive marks a run job: it is recorded only when no run of the
+	// same issue is active, and busy (a reply) is recorded instead otherwise.
+	exclusive bool
+	busy      *store.Job
 	// reason says, for logs and the reply, why nothing is done.
 	reason string
 }
@@ -65,6 +69,12 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	switch event {
 	case "issues":
 		d, err = decideIssues(body)
+	case "issue_comment":
+		d, err = s.decideIssueComment(r.Context(), body)
+	case "pull_request":
+		d, err = decidePullRequest(body)
+	case "installation", "installation_repositories":
+		d, err = decideInstallation(event, body)
 	default:
 		d = decision{reason: "event not handled"}
 	}
@@ -85,9 +95,15 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		Action string `json:"action"`
 	}
 	_ = json.Unmarshal(body, &payload)
-	jobID, dup, err := s.opts.Store.RecordDelivery(r.Context(), store.Delivery{
-		ID: delivery, Event: event, Action: payload.Action, Repo: d.job.Repo, InstallationID: d.job.InstallationID,
-	}, d.job)
+	dlv := store.Delivery{ID: delivery, Event: event, Action: payload.Action, Repo: d.job.Repo, InstallationID: d.job.InstallationID}
+	var jobID int64
+	var dup bool
+	var active *store.Job
+	if d.exclusive {
+		jobID, dup, active, err = s.opts.Store.RecordRunDelivery(r.Context(), dlv, d.job, d.busy)
+	} else {
+		jobID, dup, err = s.opts.Store.RecordDelivery(r.Context(), dlv, d.job)
+	}
 	if err != nil {
 		log.Error("record delivery", "err", err)
 		reply(w, http.StatusInternalServerError, "could not record the delivery")
@@ -98,8 +114,15 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		reply(w, http.StatusOK, "delivery already recorded")
 		return
 	}
+	if active != nil {
+		s.metrics.deliveries.WithLabelValues(event, "busy").Inc()
+		log.Info("a run of this issue is active; replying instead", "active_job", active.ID, "repo", d.job.Repo, "issue", d.job.Issue)
+		s.signal()
+		reply(w, http.StatusAccepted, "a run is already in progress")
+		return
+	}
 	s.metrics.deliveries.WithLabelValues(event, "queued").Inc()
-	log.Info("job queued", "job", jobID, "repo", d.job.Repo, "issue", d.job.Issue, "github_installation_id", d.job.InstallationID)
+	log.Info("job queued", "job", jobID, "kind", d.job.Kind, "repo", d.job.Repo, "issue", d.job.Issue, "github_installation_id", d.job.InstallationID)
 	s.signal()
 	reply(w, http.StatusAccepted, "queued")
 }
