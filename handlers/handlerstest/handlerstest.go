@@ -205,6 +205,78 @@ func (b *Bot) Labeled(issue int, title, body, label, sender string) ([]byte, err
 	return json.Marshal(p)
 }
 
+// pointAt points a fixture payload's repository at the bot's repository and
+// adds the bot's installation.
+func (b *Bot) pointAt(fixture string) (map[string]any, error) {
+	raw, err := fs.ReadFile(examples.FS, "webhooks/"+fixture)
+	if err != nil {
+		return nil, err
+	}
+	var p map[string]any
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, err
+	}
+	repo, _ := p["repository"].(map[string]any)
+	if repo == nil {
+		return nil, errors.New(fixture + " has no repository")
+	}
+	owner, _ := repo["owner"].(map[string]any)
+	if owner == nil {
+		return nil, errors.New(fixture + " has no repository owner")
+	}
+	o, name, _ := strings.Cut(b.Repo, "/")
+	repo["name"], repo["full_name"], repo["clone_url"], repo["default_branch"] = name, b.Repo, b.GitHub.CloneURL(b.Repo), "main"
+	owner["login"] = o
+	p["installation"] = map[string]any{"id": Installation, "node_id": "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uNDI0Mg=="}
+	return p, nil
+}
+
+// Comment returns a real issue_comment.created payload (examples/webhooks:
+// the issue variant, or, with onPR, the captured delivery on a pull request)
+// pointed at the bot's repository: number is the issue or pull request,
+// commentID the new comment's id (it must exist on the double for reactions
+// to land), body its text, sender its author with the given
+// author_association.
+func (b *Bot) Comment(number int, onPR bool, commentID int64, body, sender, association string) ([]byte, error) {
+	fixture := "issue_comment.created.json"
+	if onPR {
+		fixture = "issue_comment.created.pr.json"
+	}
+	p, err := b.pointAt(fixture)
+	if err != nil {
+		return nil, err
+	}
+	iss, _ := p["issue"].(map[string]any)
+	cm, _ := p["comment"].(map[string]any)
+	snd, _ := p["sender"].(map[string]any)
+	if iss == nil || cm == nil || snd == nil {
+		return nil, errors.New(fixture + " lacks issue, comment or sender")
+	}
+	iss["number"] = number
+	cm["id"], cm["body"], cm["author_association"] = commentID, body, association
+	if u, ok := cm["user"].(map[string]any); ok {
+		u["login"], u["type"] = sender, "User"
+	}
+	snd["login"], snd["type"] = sender, "User"
+	return json.Marshal(p)
+}
+
+// PullRequestClosed returns the real pull_request.closed payload for pull
+// request number with head branch head, merged or not.
+func (b *Bot) PullRequestClosed(number int, head string, merged bool) ([]byte, error) {
+	p, err := b.pointAt("pull_request.closed.json")
+	if err != nil {
+		return nil, err
+	}
+	pr, _ := p["pull_request"].(map[string]any)
+	h, _ := pr["head"].(map[string]any)
+	if pr == nil || h == nil {
+		return nil, errors.New("pull_request.closed.json lacks pull_request.head")
+	}
+	p["number"], pr["number"], pr["merged"], h["ref"] = number, number, merged, head
+	return json.Marshal(p)
+}
+
 // Sign returns the X-Hub-Signature-256 value GitHub sends for body.
 func Sign(body []byte, secret string) string {
 	mac := hmac.New(sha256.New, []byte(secret))
