@@ -124,7 +124,7 @@ func TestCommandRefusals(t *testing.T) {
 func TestCommandIgnored(t *testing.T) {
 	e := newEnv(t, "ignore", nil)
 	for i, c := range []struct{ body, sender string }{
-		{"/bestofn", "renovate[bot]"},        // bots never trigger the bot
+		{"/bestofn", "renovate[bot]"}, // bots never trigger the bot
 		{"nice work, no command here", maintainer},
 		{"> /bestofn\nquoted, not a command", maintainer},
 	} {
