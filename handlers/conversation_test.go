@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -365,5 +366,27 @@ func TestPRClosedAndInstallationRemoved(t *testing.T) {
 	e.post("pull_request", "closed-2", other, sign(other, secret))
 	if jobs, _ := e.Store.Jobs(context.Background(), store.JobFilter{}); len(jobs) != 2 {
 		t.Errorf("a pull request from another branch made a job")
+	}
+}
+
+func TestInstallationDeletedDropsQueuedJobs(t *testing.T) {
+	e := newEnv(t, "uninstall", nil)
+	payload, err := os.ReadFile(filepath.Join("..", "examples", "webhooks", "installation.deleted.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.post("installation", "uninstall-1", payload, sign(payload, secret)); got != http.StatusAccepted {
+		t.Fatalf("webhook = %d", got)
+	}
+	e.wait()
+	var ev struct {
+		Installation struct{ ID int64 } `json:"installation"`
+	}
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		t.Fatal(err)
+	}
+	active, known, err := e.Store.InstallationActive(context.Background(), ev.Installation.ID)
+	if err != nil || !known || active {
+		t.Errorf("installation %d: active=%v known=%v err=%v", ev.Installation.ID, active, known, err)
 	}
 }
