@@ -34,7 +34,7 @@ var DefaultHints = []string{
 // "changed test config" rather than "touched protected path": files that
 // configure how the tests run (design doc, "Grading").
 var TestConfigGlobs = []string{
-	"**/conftest.py", "pytest.ini", "setup.cfg", "pyproject.toml", "tox.ini", "noxfile.py",
+	"**/conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "setup.cfg", "pyproject.toml", "tox.ini", "noxfile.py",
 	"jest.config.*", "vitest.config.*", ".mocharc*", "karma.conf.*",
 	// Modules that shadow Python's test runners, or run at interpreter start.
 	"unittest.py", "unittest/**", "pytest.py", "pytest/**", "_pytest/**",

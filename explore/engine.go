@@ -424,8 +424,39 @@ func (r *runState) prepare(ctx context.Context) (sandbox.Sandbox, []byte, error)
 			return base, nil, &SetupError{ExitCode: res.ExitCode, TimedOut: res.TimedOut, Log: joinLog(res)}
 		}
 		r.log.Info("setup done", "duration", res.Duration.Round(time.Millisecond))
+		if err := r.snapshotSetup(ctx, base); err != nil {
+			return base, nil, fmt.Errorf("take what setup changed: %w", err)
+		}
 	}
 	return base, hidden, nil
+}
+
+// setupPatchLimit caps what setup may change in tracked or unignored files
+// (lock files, generated code), in bytes of diff.
+const setupPatchLimit = 256 << 20
+
+// snapshotSetup commits, on the bot's side, what setup changed in the
+// workspace (a lock file npm wrote, generated sources; not what git
+// ignores), so attempts' patches are taken against the prepared base and
+// never carry setup's changes.
+func (r *runState) snapshotSetup(ctx context.Context, base sandbox.Sandbox) error {
+	archive, err := base.GetArchive(ctx, sandbox.Workspace)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(r.scratch, "setup")
+	p, err := takePatch(ctx, r.baseGit, dir, archive, patchOptions{MaxBytes: setupPatchLimit})
+	archive.Close()
+	os.RemoveAll(dir)
+	if err != nil || p.Empty() {
+		return err
+	}
+	if _, err := git(ctx, r.baseDir, nil, p.Diff, "apply", "--index", "--binary", "--whitespace=nowarn"); err != nil {
+		return err
+	}
+	_, err = git(ctx, r.baseDir, nil, nil, "commit", "-q", "--no-verify", "-m", "setup")
+	r.log.Info("setup changed the workspace", "files", len(p.Changes))
+	return err
 }
 
 // attempt forks the base into one copy per attempt and runs them all; a copy
