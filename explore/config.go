@@ -41,6 +41,17 @@ var TestConfigGlobs = []string{
 	"**/sitecustomize.py", "**/usercustomize.py", "**/*.pth",
 }
 
+// ConventionalTestGlobs name files that test runners collect as tests by
+// their own conventions (pytest and unittest test_*.py, Go *_test.go, node
+// --test's *.test.js, *-test.js, test-*.js and test/ folders, jest's
+// __tests__ and *.spec.*). A file an attempt adds that matches them is a new
+// test whatever the `tests` key says: it never votes.
+var ConventionalTestGlobs = []string{
+	"**/test_*.py", "**/*_test.py", "**/conftest.py", "**/*_test.go",
+	"**/*.test.*", "**/*-test.*", "**/*_test.*", "**/test-*.*", "**/test.js", "**/test.mjs", "**/test.cjs",
+	"**/*.spec.*", "**/__tests__/**", "**/test/**", "**/tests/**",
+}
+
 // DefaultProtected are the protected globs used when the configuration names
 // none: the test configuration files and CI.
 var DefaultProtected = append(append([]string{}, TestConfigGlobs...), ".github/**")
@@ -421,7 +432,7 @@ func Defaults(tree fs.FS) Config {
 		cfg.Ecosystem = "node"
 		cfg.Setup = "npm ci || npm install"
 		cfg.Test = "npm test"
-		cfg.Tests = []string{"test/**", "tests/**", "**/__tests__/**", "**/*.test.*", "**/*.spec.*"}
+		cfg.Tests = []string{"**/test/**", "**/tests/**", "**/__tests__/**", "**/*.test.*", "**/*-test.*", "**/*_test.*", "**/test-*.*", "**/*.spec.*"}
 	case exists("Cargo.toml"):
 		cfg.Ecosystem = "rust"
 		cfg.Setup = "cargo fetch"

@@ -55,6 +55,13 @@ func watchedFiles(test string) []string {
 // swap the shell scripts run in; and any file of the base tree the command
 // names (./run-tests.sh).
 func entryPointChanges(test, baseDir string, p Patch) []string {
+	return entryPointChangesDepth(test, baseDir, p, 2)
+}
+
+// entryPointChangesDepth follows the files the test command names into the
+// files they name in turn (a Makefile's recipe runs scripts/test.sh), depth
+// levels deep.
+func entryPointChangesDepth(test, baseDir string, p Patch, depth int) []string {
 	changed := map[string]bool{}
 	for _, c := range p.Changes {
 		changed[c.Path], changed[c.OldPath] = true, true
@@ -97,10 +104,49 @@ func entryPointChanges(test, baseDir string, p Patch) []string {
 		if rel == "." || strings.HasPrefix(rel, "/") || strings.HasPrefix(rel, "..") || strings.HasPrefix(w, "-") {
 			continue
 		}
+		fi, err := os.Lstat(filepath.Join(baseDir, filepath.FromSlash(rel)))
+		if err != nil || fi.IsDir() {
+			continue
+		}
 		if changed[rel] {
-			if fi, err := os.Lstat(filepath.Join(baseDir, filepath.FromSlash(rel))); err == nil && !fi.IsDir() {
-				add(rel)
+			add(rel)
+		}
+	}
+	if depth > 1 {
+		// The runner's own file names more files: a Makefile's recipes or
+		// package.json's scripts run scripts/test.sh. (A script the command
+		// names directly is not followed: it names the code under test.)
+		for _, f := range entryFiles(words, baseDir) {
+			data, err := os.ReadFile(filepath.Join(baseDir, filepath.FromSlash(f)))
+			if err != nil || len(data) > 1<<20 {
+				continue
 			}
+			for _, pth := range entryPointChangesDepth(string(data), baseDir, p, depth-1) {
+				add(pth)
+			}
+		}
+	}
+	return out
+}
+
+// entryFiles are the runner files of the base tree through which the test
+// command runs: the Makefile, justfile or package.json.
+func entryFiles(words []string, baseDir string) []string {
+	var files []string
+	for _, w := range words {
+		switch {
+		case w == "make" || w == "gmake":
+			files = append(files, makeFiles...)
+		case w == "just":
+			files = append(files, justFiles...)
+		case nodeRunners[w]:
+			files = append(files, packageJSON)
+		}
+	}
+	var out []string
+	for _, f := range files {
+		if fi, err := os.Lstat(filepath.Join(baseDir, filepath.FromSlash(f))); err == nil && fi.Mode().IsRegular() {
+			out = append(out, f)
 		}
 	}
 	return out

@@ -99,6 +99,9 @@ type Baseline struct {
 	// Hidden are the tests that only the run with hidden tests reported;
 	// HiddenPassing those of them that already pass at the base.
 	Hidden, HiddenPassing []string
+	// Skipped are tests, visible or hidden, that skipped themselves on the
+	// base (a platform check): in an attempt they may skip again.
+	Skipped []string
 	// ExitCode is the exit code of the run without hidden tests.
 	ExitCode int
 	// Log is the tail of the run with hidden tests (or the only run).
@@ -156,10 +159,13 @@ func (r *runState) runBaseline(ctx context.Context, base sandbox.Sandbox) (*Base
 	if plain.report != nil {
 		for _, t := range plain.report.Tests {
 			known[t.ID] = true
-			if t.Status == TestFailed {
+			switch t.Status {
+			case TestFailed:
 				b.Failing = append(b.Failing, t.ID)
-			} else if t.Status == TestPassed {
+			case TestPassed:
 				b.Passing = append(b.Passing, t.ID)
+			case TestSkipped:
+				b.Skipped = append(b.Skipped, t.ID)
 			}
 		}
 	}
@@ -181,9 +187,12 @@ func (r *runState) runBaseline(ctx context.Context, base sandbox.Sandbox) (*Base
 		}
 		known[t.ID] = true
 		b.Hidden = append(b.Hidden, t.ID)
-		if t.Status == TestPassed {
+		switch t.Status {
+		case TestPassed:
 			b.HiddenPassing = append(b.HiddenPassing, t.ID)
-		} else {
+		case TestSkipped:
+			b.Skipped = append(b.Skipped, t.ID)
+		default:
 			failedAtBase[t.ID] = true
 		}
 	}
@@ -226,8 +235,8 @@ type verdict struct {
 // judge grades a test run. With the exit-code format, exit 0 passes. With
 // a report, every test the base has (passing or already failing: a failing
 // one may be the very bug) and every hidden test must be reported as passed
-// (a skip or an absence fails), no test may fail, and the command must exit
-// 0.
+// (a skip fails, unless the test skipped itself on the base too; an absence
+// fails), no test may fail, and the command must exit 0.
 func judge(b *Baseline, t testRun) verdict {
 	if b.Format == ReportExitCode {
 		if t.res.ExitCode == 0 {
@@ -251,6 +260,10 @@ func judge(b *Baseline, t testRun) verdict {
 			v.failed = append(v.failed, tr.ID)
 		}
 	}
+	mayskip := map[string]bool{}
+	for _, id := range b.Skipped {
+		mayskip[id] = true
+	}
 	required := append(append(append([]string{}, b.Passing...), b.Failing...), b.Hidden...)
 	for _, id := range required {
 		seen[id] = true
@@ -258,6 +271,8 @@ func judge(b *Baseline, t testRun) verdict {
 		switch {
 		case ok && st == TestPassed, ok && st == TestFailed:
 			// passed, or already counted as failed
+		case ok && st == TestSkipped && mayskip[id]:
+			// it skipped itself on the base too
 		case !ok && parametrizedPass(id, status):
 			// pytest reports a parametrized test as test_x[case]; every case
 			// that ran is judged on its own above.

@@ -87,8 +87,8 @@ type FileVersions struct{ Before, After []byte }
 type patchOptions struct {
 	// MaxBytes caps the diff (default MaxPatchBytes).
 	MaxBytes int64
-	// Tests are the globs of test files: added files that match them are
-	// left out of CodeDiff.
+	// Tests are the globs of test files: added files that match them, or
+	// ConventionalTestGlobs, are left out of CodeDiff.
 	Tests []string
 	// Watch are paths whose contents before and after go to Patch.Files
 	// when the patch changes them.
@@ -249,7 +249,7 @@ func takePatch(ctx context.Context, baseGitDir, scratch string, workspace io.Rea
 	p.CodeDiff = p.Diff
 	var keep []string
 	for _, c := range changes {
-		if c.Status == "A" && matchAny(opts.Tests, c.Path) != "" {
+		if c.Status == "A" && (matchAny(opts.Tests, c.Path) != "" || matchAny(ConventionalTestGlobs, c.Path) != "") {
 			p.AddedTests = append(p.AddedTests, c.Path)
 			continue
 		}

@@ -16,9 +16,11 @@ import (
 var (
 	goTestFunc  = regexp.MustCompile(`^func (Test[A-Z0-9_]\w*|Test)\(\w+ \*testing\.T\)`)
 	goModule    = regexp.MustCompile(`(?m)^module\s+(\S+)`)
-	pyClass     = regexp.MustCompile(`^class (\w+)\b`)
+	pyClass     = regexp.MustCompile(`^class (\w+)\b(.*)`)
 	pyMethod    = regexp.MustCompile(`^\s+(?:async\s+)?def (test\w*)\(`)
 	pyTopLevel  = regexp.MustCompile(`^(?:async\s+)?def (test\w*)\(`)
+	pySkip      = regexp.MustCompile(`^\s*@(?:unittest\.)?(?:skip|expectedFailure)|^\s*@pytest\.mark\.(?:skip|skipif|xfail)`)
+	pyDecorator = regexp.MustCompile(`^\s*@`)
 	unittestBad = "unittest.loader._FailedTest."
 )
 
@@ -31,7 +33,8 @@ type hiddenContainer struct {
 
 // staticHiddenTests reads the hidden test files' sources for the tests they
 // declare (Go: func TestX(t *testing.T); Python: test_ methods of classes and
-// test_ functions), with IDs in the report format's terms. The grader needs
+// test_ functions; a test under a skip decorator is left out, since it may
+// skip itself), with IDs in the report format's terms. The grader needs
 // them when a hidden file cannot even load or build on the base, so that the
 // baseline names its module or package instead of its tests.
 func staticHiddenTests(format string, hidden []byte, baseDir string) []hiddenContainer {
@@ -67,14 +70,32 @@ func staticHiddenTests(format string, hidden []byte, baseDir string) []hiddenCon
 			mod := strings.ReplaceAll(strings.TrimSuffix(name, ".py"), "/", ".")
 			c := hiddenContainer{names: []string{mod, unittestBad + path.Base(strings.TrimSuffix(name, ".py")), unittestBad + mod}}
 			class := ""
+			skipNext := false // a skip decorator stands above the next def
 			eachLine(src, func(line string) {
+				if pySkip.MatchString(line) {
+					skipNext = true
+					return
+				}
+				if pyDecorator.MatchString(line) {
+					return
+				}
+				skip := skipNext
+				skipNext = false
 				if m := pyClass.FindStringSubmatch(line); m != nil {
-					class = m[1]
+					// Only classes the runner collects: unittest runs
+					// TestCase subclasses, pytest classes named Test*.
+					// A mixin's tests run under the names of the classes
+					// that use it, which the source does not say.
+					class = ""
+					if format == ReportUnittest && strings.Contains(m[2], "TestCase") ||
+						format == ReportJUnit && strings.HasPrefix(m[1], "Test") {
+						class = m[1]
+					}
 					return
 				}
 				if m := pyTopLevel.FindStringSubmatch(line); m != nil {
 					class = ""
-					if format == ReportJUnit {
+					if format == ReportJUnit && !skip {
 						c.ids = append(c.ids, mod+"::"+m[1])
 					}
 					return
@@ -82,7 +103,7 @@ func staticHiddenTests(format string, hidden []byte, baseDir string) []hiddenCon
 				if line != "" && line[0] != ' ' && line[0] != '\t' && line[0] != '#' && line[0] != '@' {
 					class = ""
 				}
-				if m := pyMethod.FindStringSubmatch(line); m != nil && class != "" {
+				if m := pyMethod.FindStringSubmatch(line); m != nil && class != "" && !skip && !strings.HasPrefix(line, "        ") {
 					if format == ReportJUnit {
 						c.ids = append(c.ids, mod+"."+class+"::"+m[1])
 					} else {
