@@ -1,0 +1,6 @@
+"""A tiny calculator."""
+
+
+def add(a, b):
+    """Return the sum of a and b."""
+    return a + b
