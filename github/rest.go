@@ -228,3 +228,39 @@ func (c *Client) BranchSHA(ctx context.Context, owner, repo, branch string) (sha
 
 // errNoChanges is returned by CommitFiles for an empty change list.
 var errNoChanges = errors.New("no changes to commit")
+
+// ReviewComment is a pull request review comment on a line of a file.
+type ReviewComment struct {
+	User string
+	Path string
+	Line int
+	Body string
+}
+
+// ReviewComments returns every review comment on pull request number (all
+// pages), following
+// https://docs.github.com/rest/pulls/comments#list-review-comments-on-a-pull-request.
+func (c *Client) ReviewComments(ctx context.Context, owner, repo string, number int) ([]ReviewComment, error) {
+	opts := &gogithub.PullRequestListCommentsOptions{ListOptions: gogithub.ListOptions{PerPage: 100}}
+	var out []ReviewComment
+	for {
+		page, resp, err := c.gh.PullRequests.ListComments(ctx, owner, repo, number, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list review comments on %s/%s#%d: %w", owner, repo, number, err)
+		}
+		for _, rc := range page {
+			if rc.GetUser().GetType() == "Bot" || strings.HasSuffix(rc.GetUser().GetLogin(), "[bot]") {
+				continue
+			}
+			line := rc.GetLine()
+			if line == 0 {
+				line = rc.GetOriginalLine()
+			}
+			out = append(out, ReviewComment{User: rc.GetUser().GetLogin(), Path: rc.GetPath(), Line: line, Body: rc.GetBody()})
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}

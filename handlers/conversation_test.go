@@ -245,8 +245,13 @@ agent: |
 	}
 
 	// revise: starts from the branch; the winner is a new commit on top.
+	// The reviewer's words are in a line comment; the agent looks for them
+	// in its prompt.
 	before, _ := e.GitHub.Branch(e.Repo, "bestofn/issue-7")
-	e.comment(pr.Number, true, "/bestofn revise please also handle empty lists", maintainer, "OWNER")
+	if _, err := e.GitHub.AddReviewComment(e.Repo, pr.Number, "reviewer", "stats.py", 12, "please also handle empty lists"); err != nil {
+		t.Fatal(err)
+	}
+	e.comment(pr.Number, true, "/bestofn revise see my line comment", maintainer, "OWNER")
 	e.wait()
 	runs = e.runs()
 	if len(runs) != 3 {

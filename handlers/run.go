@@ -235,6 +235,14 @@ func (s *Server) execute(ctx context.Context, log *slog.Logger, gh *github.Clien
 			return nil, err
 		}
 		comments = append(comments, more...)
+		reviews, err := gh.ReviewComments(ctx, req.Owner, req.Name, req.PR)
+		if err != nil {
+			return nil, err
+		}
+		for _, rc := range reviews {
+			comments = append(comments, github.Comment{User: rc.User, UserType: "User",
+				Body: fmt.Sprintf("(review comment on %s line %d) %s", rc.Path, rc.Line, rc.Body)})
+		}
 	}
 	issue := explore.Issue{Number: req.Issue, Title: req.Title, Body: req.Body}
 	for _, c := range comments {

@@ -688,3 +688,44 @@ func (s *Server) updatePull(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, s.pullJSON(rp, cp))
 }
+
+// reviewComment is a pull request review comment on one line.
+type reviewComment struct {
+	id      int64
+	pr      int
+	user    string
+	path    string
+	line    int
+	body    string
+	created time.Time
+}
+
+// listReviewComments serves GET /repos/{o}/{r}/pulls/{n}/comments
+// (https://docs.github.com/rest/pulls/comments#list-review-comments-on-a-pull-request).
+func (s *Server) listReviewComments(w http.ResponseWriter, r *http.Request) {
+	rp := repoOf(r)
+	n, err := strconv.Atoi(chi.URLParam(r, "number"))
+	if err != nil {
+		notFound(w, "https://docs.github.com/rest/pulls/comments#list-review-comments-on-a-pull-request")
+		return
+	}
+	s.mu.Lock()
+	var cs []reviewComment
+	for _, c := range rp.reviews {
+		if c.pr == n {
+			cs = append(cs, *c)
+		}
+	}
+	s.mu.Unlock() // userJSON takes the lock itself
+	items := []any{}
+	for _, c := range cs {
+		items = append(items, map[string]any{
+			"id": c.id, "node_id": nodeID("PullRequestReviewComment", c.id), "path": c.path, "line": c.line,
+			"original_line": c.line, "side": "RIGHT", "body": c.body, "user": s.userJSON(c.user),
+			"created_at": timestamp(c.created), "updated_at": timestamp(c.created),
+			"html_url":           fmt.Sprintf("%s%s/pull/%d#discussion_r%d", s.htmlBase, rp.full(), n, c.id),
+			"author_association": "OWNER", "pull_request_review_id": c.id,
+		})
+	}
+	s.paginate(w, r, items)
+}

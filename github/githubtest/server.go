@@ -156,6 +156,7 @@ type repo struct {
 	created       time.Time
 	issues        map[int]*issue
 	comments      []*comment
+	reviews       []*reviewComment
 	pulls         map[int]*pull
 	next          int // next issue/pull number
 }
@@ -453,6 +454,20 @@ func (s *Server) AddIssue(repo string, number int, title, body string) error {
 	return nil
 }
 
+// AddReviewComment adds a review comment by login on a line of pull request
+// pr (the pull request review comments API) and returns its id.
+func (s *Server) AddReviewComment(repo string, pr int, login, path string, line int, body string) (int64, error) {
+	id := s.nextID()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rp, ok := s.repos[repo]
+	if !ok {
+		return 0, fmt.Errorf("githubtest: no repository %s", repo)
+	}
+	rp.reviews = append(rp.reviews, &reviewComment{id: id, pr: pr, user: login, path: path, line: line, body: body, created: time.Now().UTC()})
+	return id, nil
+}
+
 // AddComment adds a comment by login (a person unless it ends in "[bot]") on
 // repo's issue or pull request number and returns its id.
 func (s *Server) AddComment(repo string, number int, login, body string) (int64, error) {
@@ -622,6 +637,7 @@ func (s *Server) routes() http.Handler {
 		r.Get("/repos/{owner}/{repo}/pulls", s.listPulls)
 		r.Post("/repos/{owner}/{repo}/pulls", s.createPull)
 		r.Get("/repos/{owner}/{repo}/pulls/{number}", s.getPull)
+		r.Get("/repos/{owner}/{repo}/pulls/{number}/comments", s.listReviewComments)
 		r.Patch("/repos/{owner}/{repo}/pulls/{number}", s.updatePull)
 	})
 	return r
