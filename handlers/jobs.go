@@ -46,14 +46,28 @@ func react(ctx context.Context, log *slog.Logger, gh *github.Client, owner, name
 	}
 }
 
+// jobClient decodes a job's payload into v and returns the client of the
+// job's installation.
+func (s *Server) jobClient(job *store.Job, v any) (*github.Client, error) {
+	if err := decodeJob(job, v); err != nil {
+		return nil, err
+	}
+	return s.opts.GitHub.Installation(job.InstallationID)
+}
+
+// decodeJob decodes a job's payload into v.
+func decodeJob(job *store.Job, v any) error {
+	if err := json.Unmarshal(job.Payload, v); err != nil {
+		return fmt.Errorf("decode job payload: %w", err)
+	}
+	return nil
+}
+
 // runReply posts a reply job's comment and reaction. A busy reply names the
 // active run: who started it and how long ago.
 func (s *Server) runReply(ctx context.Context, log *slog.Logger, job *store.Job) (store.JobStatus, error) {
 	var r replyRequest
-	if err := json.Unmarshal(job.Payload, &r); err != nil {
-		return store.JobFailed, fmt.Errorf("decode job payload: %w", err)
-	}
-	gh, err := s.opts.GitHub.Installation(job.InstallationID)
+	gh, err := s.jobClient(job, &r)
 	if err != nil {
 		return store.JobFailed, err
 	}
@@ -90,10 +104,7 @@ func humanSince(t time.Time) string {
 // runCommand answers cancel, status and pick.
 func (s *Server) runCommand(ctx context.Context, log *slog.Logger, job *store.Job) (store.JobStatus, error) {
 	var c commandRequest
-	if err := json.Unmarshal(job.Payload, &c); err != nil {
-		return store.JobFailed, fmt.Errorf("decode job payload: %w", err)
-	}
-	gh, err := s.opts.GitHub.Installation(job.InstallationID)
+	gh, err := s.jobClient(job, &c)
 	if err != nil {
 		return store.JobFailed, err
 	}
@@ -237,8 +248,8 @@ func branchFor(issue int) string { return "bestofn/issue-" + strconv.Itoa(issue)
 // runPRClosed records how the bot's pull request ended.
 func (s *Server) runPRClosed(ctx context.Context, log *slog.Logger, job *store.Job) (store.JobStatus, error) {
 	var p prClosed
-	if err := json.Unmarshal(job.Payload, &p); err != nil {
-		return store.JobFailed, fmt.Errorf("decode job payload: %w", err)
+	if err := decodeJob(job, &p); err != nil {
+		return store.JobFailed, err
 	}
 	outcome := "closed"
 	if p.Merged {
@@ -259,8 +270,8 @@ func (s *Server) runPRClosed(ctx context.Context, log *slog.Logger, job *store.J
 // installation's queued jobs with a log line.
 func (s *Server) runInstallation(ctx context.Context, log *slog.Logger, job *store.Job) (store.JobStatus, error) {
 	var c installationChange
-	if err := json.Unmarshal(job.Payload, &c); err != nil {
-		return store.JobFailed, fmt.Errorf("decode job payload: %w", err)
+	if err := decodeJob(job, &c); err != nil {
+		return store.JobFailed, err
 	}
 	dropped, err := s.opts.Store.RecordInstallation(ctx, c.ID, c.Account, c.Active)
 	if err != nil {

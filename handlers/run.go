@@ -92,10 +92,7 @@ func (s *Server) runJob(ctx context.Context, job *store.Job) {
 // configuration, check the sender may, then run best-of-N and publish.
 func (s *Server) runIssue(ctx context.Context, log *slog.Logger, job *store.Job) (store.JobStatus, error) {
 	var req runRequest
-	if err := json.Unmarshal(job.Payload, &req); err != nil {
-		return store.JobFailed, fmt.Errorf("decode job payload: %w", err)
-	}
-	gh, err := s.opts.GitHub.Installation(job.InstallationID)
+	gh, err := s.jobClient(job, &req)
 	if err != nil {
 		return store.JobFailed, err
 	}

@@ -135,23 +135,13 @@ func (s *Server) createComment(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var body struct {
-		Body *string `json:"body"`
-	}
-	if !decodeBody(w, r, &body) {
-		return
-	}
-	if body.Body == nil || *body.Body == "" {
-		writeValidation(w, "IssueComment", "body", "missing_field", "", docComments)
-		return
-	}
-	if len([]rune(*body.Body)) > maxCommentLength {
-		writeBody(w, http.StatusUnprocessableEntity, fixtureBytes("issues-create-comment-422-body-too-long.json"))
+	text, ok := commentBody(w, r, docComments)
+	if !ok {
 		return
 	}
 	id := s.nextID()
 	now := time.Now()
-	c := &comment{id: id, issue: n, user: s.BotLogin, body: *body.Body, created: now, updated: now}
+	c := &comment{id: id, issue: n, user: s.BotLogin, body: text, created: now, updated: now}
 	s.mu.Lock()
 	s.ensureIssueLocked(rp, n)
 	rp.comments = append(rp.comments, c)
@@ -193,18 +183,8 @@ func (s *Server) editComment(w http.ResponseWriter, r *http.Request) {
 		notFound(w, docEditComment)
 		return
 	}
-	var body struct {
-		Body *string `json:"body"`
-	}
-	if !decodeBody(w, r, &body) {
-		return
-	}
-	if body.Body == nil || *body.Body == "" {
-		writeValidation(w, "IssueComment", "body", "missing_field", "", docEditComment)
-		return
-	}
-	if len([]rune(*body.Body)) > maxCommentLength {
-		writeBody(w, http.StatusUnprocessableEntity, fixtureBytes("issues-create-comment-422-body-too-long.json"))
+	text, ok := commentBody(w, r, docEditComment)
+	if !ok {
 		return
 	}
 	s.mu.Lock()
@@ -213,7 +193,7 @@ func (s *Server) editComment(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, "Resource not accessible by integration", docEditComment)
 		return
 	}
-	c.body = *body.Body
+	c.body = text
 	c.edits++
 	c.updated = time.Now()
 	s.mu.Unlock()
@@ -728,4 +708,25 @@ func (s *Server) listReviewComments(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	s.paginate(w, r, items)
+}
+
+// commentBody reads a comment's body from a create or edit request, answering
+// GitHub's 422s itself (missing body, body over the length limit); ok is
+// false when it answered.
+func commentBody(w http.ResponseWriter, r *http.Request, doc string) (string, bool) {
+	var body struct {
+		Body *string `json:"body"`
+	}
+	if !decodeBody(w, r, &body) {
+		return "", false
+	}
+	if body.Body == nil || *body.Body == "" {
+		writeValidation(w, "IssueComment", "body", "missing_field", "", doc)
+		return "", false
+	}
+	if len([]rune(*body.Body)) > maxCommentLength {
+		writeBody(w, http.StatusUnprocessableEntity, fixtureBytes("issues-create-comment-422-body-too-long.json"))
+		return "", false
+	}
+	return *body.Body, true
 }
