@@ -20,6 +20,7 @@ import (
 	"github.com/bestofn/bestofn/examples"
 	"github.com/bestofn/bestofn/handlers"
 	"github.com/bestofn/bestofn/handlers/handlerstest"
+	"github.com/bestofn/bestofn/sandbox/runtime/runtimetest"
 	"github.com/bestofn/bestofn/store"
 )
 
@@ -45,7 +46,7 @@ func newEnv(t testing.TB, name string, edit func(dir string)) *env {
 func newEnvOpts(t testing.TB, opts handlerstest.Options, edit func(dir string)) *env {
 	t.Helper()
 	b, err := handlerstest.Start(context.Background(), handlerstest.Options{
-		Repo: opts.Repo, DataDir: t.TempDir(), ForceCopy: opts.ForceCopy, ForceUnisolated: opts.ForceUnisolated,
+		Repo: opts.Repo, DataDir: t.TempDir(), ForceCopy: opts.ForceCopy, ForceUnisolated: opts.ForceUnisolated, Sandbox: opts.Sandbox,
 		Edit: func(dir string) error {
 			if edit != nil {
 				edit(dir)
@@ -311,6 +312,34 @@ func TestEndToEndWithoutIsolation(t *testing.T) {
 		if !strings.Contains(body, "[!WARNING]") || !strings.Contains(body, "unisolated") {
 			t.Errorf("%s does not warn that attempts ran unisolated:\n%s", name, body)
 		}
+	}
+}
+
+// TestEndToEndOnRuntime runs the main job on the Runtime backend (its API
+// served in process): same outcomes, and every sandbox deleted at the end.
+func TestEndToEndOnRuntime(t *testing.T) {
+	e := newEnvOpts(t, handlerstest.Options{Repo: "rt", Sandbox: "runtime"}, nil)
+	body := e.labeled("bestofn", maintainer)
+	e.post("issues", "d-rt", body, sign(body, secret))
+	if jobs := e.wait(); jobs[0].Status != store.JobDone {
+		t.Fatalf("job = %s (%s)", jobs[0].Status, jobs[0].Error)
+	}
+	runs, _ := e.Store.Runs(context.Background(), store.RunFilter{})
+	if len(runs) != 1 || runs[0].Winner != 1 {
+		t.Fatalf("runs = %+v", runs)
+	}
+	attempts, _ := e.Store.Attempts(context.Background(), runs[0].ID)
+	want := []string{"pass", "edited_tests", "changed_test_config", "tests_failed", "no_change"}
+	for i, a := range attempts {
+		if a.OutcomeKind != want[i] {
+			t.Errorf("attempt %d = %s, want %s", a.Number, a.Outcome, want[i])
+		}
+	}
+	if n := len(e.Runtime.Sandboxes()); n != 0 {
+		t.Errorf("%d Runtime sandboxes left (a stopped one keeps a billed disk)", n)
+	}
+	if len(e.Runtime.RequestsTo(runtimetest.RouteFork)) == 0 {
+		t.Errorf("no fork went through the Runtime API")
 	}
 }
 

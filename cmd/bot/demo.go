@@ -46,6 +46,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fl.SetOutput(stderr)
 	keep := fl.Bool("keep", false, "keep the data directory (database, logs) after the demo")
 	verbose := fl.Bool("v", false, "print the bot's log lines")
+	backend := fl.String("sandbox", "local", "sandbox backend: local, or runtime (Runtime's API, served in process on top of the local backend)")
 	wait := fl.Bool("wait", false, "keep the bot and the GitHub double running after the demo (so the run page can be opened) until interrupted")
 	if err := fl.Parse(args); err != nil {
 		return err
@@ -65,7 +66,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	} else {
 		defer os.RemoveAll(dataDir)
 	}
-	bot, err := handlerstest.Start(ctx, handlerstest.Options{DataDir: dataDir, Log: log, Workers: 1})
+	bot, err := handlerstest.Start(ctx, handlerstest.Options{DataDir: dataDir, Log: log, Workers: 1, Sandbox: *backend})
 	if err != nil {
 		return err
 	}
@@ -83,7 +84,10 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	iso := bot.Provider.Isolation()
 	fmt.Fprintf(stdout, "bestofn demo: GitHub double at %s, bot at %s\n", gh.URL, bot.URL)
-	fmt.Fprintf(stdout, "sandbox: local (bubblewrap: %v, overlayfs forks: %v)\n", iso.Namespaces, iso.CopyOnWrite)
+	fmt.Fprintf(stdout, "sandbox: %s (isolated: %v, copy-on-write forks: %v)\n", bot.Provider.Name(), iso.Namespaces, iso.CopyOnWrite)
+	if bot.Runtime != nil {
+		fmt.Fprintf(stdout, "Runtime API served in process at %s\n", bot.Runtime.URL())
+	}
 	for _, n := range iso.Notes {
 		fmt.Fprintf(stdout, "  warning: %s\n", n)
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"sort"
 	"fmt"
 	"io"
 	"os"
@@ -10,12 +12,16 @@ import (
 	"strings"
 
 	"github.com/bestofn/bestofn/sandbox/local"
+	"github.com/bestofn/bestofn/sandbox/runtime"
 )
 
 // doctor reports what the local sandbox backend gives on this machine
 // (bubblewrap namespaces, overlayfs forks) and whether git is there. It
 // fails only when something required (git) is missing.
 func doctor(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if getenv("SANDBOX") == "runtime" {
+		return doctorRuntime(ctx, getenv, stdout)
+	}
 	dir := getenv("DATA_DIR")
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "bestofn-doctor-")
@@ -52,4 +58,41 @@ func doctor(ctx context.Context, args []string, getenv func(string) string, stdo
 		fmt.Fprintf(stdout, "serve will refuse to run attempts unless ALLOW_UNISOLATED=1 is set.\n")
 	}
 	return nil
+}
+
+// doctorRuntime checks RUNTIME_API_KEY with GET /v1/me and prints the
+// account's limits (GET /v1/limits).
+func doctorRuntime(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
+	key := getenv("RUNTIME_API_KEY")
+	if key == "" {
+		return fmt.Errorf("SANDBOX=runtime needs RUNTIME_API_KEY")
+	}
+	p, err := runtime.New(runtime.Options{BaseURL: getenv("RUNTIME_API_URL"), APIKey: key})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "sandbox backend:      runtime\n")
+	a, err := p.Account(ctx)
+	if err != nil {
+		fmt.Fprintf(stdout, "api key:              refused (%v)\n", err)
+		return fmt.Errorf("RUNTIME_API_KEY: %w", err)
+	}
+	fmt.Fprintf(stdout, "api key:              ok (%s)\n", compact(a.Me))
+	fmt.Fprintf(stdout, "limits:               %s\n", compact(a.Limits))
+	return nil
+}
+
+// compact prints a JSON object's keys and values in key order on one line.
+func compact(m map[string]any) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		v, _ := json.Marshal(m[k])
+		parts = append(parts, k+"="+string(v))
+	}
+	return strings.Join(parts, " ")
 }

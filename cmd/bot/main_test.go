@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bestofn/bestofn/github/githubtest"
+	"github.com/bestofn/bestofn/sandbox/runtime/runtimetest"
 )
 
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -65,6 +66,7 @@ func TestLoadServeConfig(t *testing.T) {
 		"BadPort":         {env: with("PORT", "http"), want: []string{"PORT"}},
 		"NoDataDir":       {env: with("DATA_DIR", ""), want: []string{"DATA_DIR"}},
 		"UnknownSandbox":  {env: with("SANDBOX", "docker"), want: []string{"SANDBOX"}},
+		"RuntimeNoKey":    {env: with("SANDBOX", "runtime"), want: []string{"RUNTIME_API_KEY"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -154,5 +156,26 @@ func TestServe(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "PRIVATE KEY") || strings.Contains(logs.String(), "WEBHOOK_SECRET=s") {
 		t.Errorf("logs leak secrets")
+	}
+}
+
+// TestDoctorRuntime checks the Runtime key against the in-process Runtime
+// server and prints the account's limits; a wrong key fails.
+func TestDoctorRuntime(t *testing.T) {
+	rt, err := runtimetest.New(runtimetest.Options{Dir: t.TempDir(), APIKey: "rt_good"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	var out, errb bytes.Buffer
+	env := map[string]string{"SANDBOX": "runtime", "RUNTIME_API_KEY": "rt_good", "RUNTIME_API_URL": rt.URL()}
+	if code := run(context.Background(), []string{"doctor"}, envOf(env), &out, &errb); code != 0 || !strings.Contains(out.String(), "maxForkCount=10") {
+		t.Errorf("doctor = %d\n%s%s", code, out.String(), errb.String())
+	}
+	env["RUNTIME_API_KEY"] = "rt_bad"
+	out.Reset()
+	errb.Reset()
+	if code := run(context.Background(), []string{"doctor"}, envOf(env), &out, &errb); code != 1 || strings.Contains(out.String()+errb.String(), "rt_bad") {
+		t.Errorf("doctor with a wrong key = %d\n%s%s", code, out.String(), errb.String())
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/bestofn/bestofn/handlers"
 	"github.com/bestofn/bestofn/sandbox"
 	"github.com/bestofn/bestofn/sandbox/local"
+	"github.com/bestofn/bestofn/sandbox/runtime"
 	"github.com/bestofn/bestofn/store"
 )
 
@@ -37,7 +38,8 @@ Configured by environment variables:
   DATA_DIR              database, run folders and sandboxes (required)
   GITHUB_API_URL        REST API base (default https://api.github.com/)
   PORT                  listen port (default 8080)
-  SANDBOX               sandbox backend: local (default)
+  SANDBOX               sandbox backend: local (default) or runtime
+  RUNTIME_API_KEY       Runtime's API key (SANDBOX=runtime); RUNTIME_API_URL overrides its address
   BESTOFN_AGENT         agent command for repositories whose config names none
   PUBLIC_URL            where the bot is reachable; comments then link run pages
   WORKERS               runs at once (default 2)
@@ -57,6 +59,8 @@ type serveConfig struct {
 	Port            int
 	DataDir         string
 	Sandbox         string
+	RuntimeKey      string
+	RuntimeURL      string
 	AllowUnisolated bool
 	Agent           string
 	AgentEnv        map[string]string
@@ -110,8 +114,15 @@ func loadServeConfig(getenv func(string) string) (serveConfig, error) {
 	if v := getenv("SANDBOX"); v != "" {
 		c.Sandbox = v
 	}
-	if c.Sandbox != "local" {
-		problems = append(problems, fmt.Sprintf("SANDBOX=%s is not available in this build (use local)", c.Sandbox))
+	switch c.Sandbox {
+	case "local":
+	case "runtime":
+		if c.RuntimeKey = getenv("RUNTIME_API_KEY"); c.RuntimeKey == "" {
+			problems = append(problems, "RUNTIME_API_KEY is not set (SANDBOX=runtime needs it)")
+		}
+		c.RuntimeURL = getenv("RUNTIME_API_URL")
+	default:
+		problems = append(problems, fmt.Sprintf("SANDBOX must be local or runtime, not %q", c.Sandbox))
 	}
 	c.AllowUnisolated = getenv("ALLOW_UNISOLATED") == "1"
 	c.Agent = getenv("BESTOFN_AGENT")
@@ -158,16 +169,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err != nil {
 		return err
 	}
-	hide := []string{cfg.DataDir}
-	if cfg.PrivateKeyPath != "" {
-		hide = append(hide, cfg.PrivateKeyPath)
-	}
-	provider, err := local.New(local.Options{Dir: filepath.Join(cfg.DataDir, "sandboxes"), Hide: hide})
+	provider, err := newProvider(ctx, cfg)
 	if err != nil {
 		return err
-	}
-	if err := provider.Prune(ctx); err != nil {
-		return fmt.Errorf("clean up sandboxes left by an earlier process: %w", err)
 	}
 	if iso := provider.Isolation(); !iso.Namespaces && !cfg.AllowUnisolated {
 		return fmt.Errorf("refusing to run attempts unisolated (%s); install bubblewrap or set ALLOW_UNISOLATED=1", strings.Join(iso.Notes, "; "))
@@ -210,6 +214,34 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	stopWork()
 	srv.Wait()
 	return err
+}
+
+// newProvider builds the sandbox backend SANDBOX names: local (sandboxes
+// under DATA_DIR, the data folder and the key file hidden from them, leftovers
+// of a crashed process pruned) or runtime (Runtime's API, the key checked).
+func newProvider(ctx context.Context, cfg serveConfig) (sandbox.Provider, error) {
+	if cfg.Sandbox == "runtime" {
+		p, err := runtime.New(runtime.Options{BaseURL: cfg.RuntimeURL, APIKey: cfg.RuntimeKey, Labels: map[string]string{"bot": "bestofn"}})
+		if err != nil {
+			return nil, err
+		}
+		if _, err := p.Account(ctx); err != nil {
+			return nil, fmt.Errorf("RUNTIME_API_KEY: %w", err)
+		}
+		return p, nil
+	}
+	hide := []string{cfg.DataDir}
+	if cfg.PrivateKeyPath != "" {
+		hide = append(hide, cfg.PrivateKeyPath)
+	}
+	p, err := local.New(local.Options{Dir: filepath.Join(cfg.DataDir, "sandboxes"), Hide: hide})
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Prune(ctx); err != nil {
+		return nil, fmt.Errorf("clean up sandboxes left by an earlier process: %w", err)
+	}
+	return p, nil
 }
 
 func logIsolation(log *slog.Logger, iso sandbox.Isolation) {

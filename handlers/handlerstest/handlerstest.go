@@ -27,7 +27,10 @@ import (
 	"github.com/bestofn/bestofn/github"
 	"github.com/bestofn/bestofn/github/githubtest"
 	"github.com/bestofn/bestofn/handlers"
+	"github.com/bestofn/bestofn/sandbox"
 	"github.com/bestofn/bestofn/sandbox/local"
+	"github.com/bestofn/bestofn/sandbox/runtime"
+	"github.com/bestofn/bestofn/sandbox/runtime/runtimetest"
 	"github.com/bestofn/bestofn/store"
 )
 
@@ -57,6 +60,9 @@ type Options struct {
 	Workers int
 	// ForceCopy and ForceUnisolated are passed to the local sandbox backend.
 	ForceCopy, ForceUnisolated bool
+	// Sandbox is the backend: "local" (the default) or "runtime", Runtime's
+	// API served in process by runtimetest on top of the local backend.
+	Sandbox string
 }
 
 // Bot is a running bot with its GitHub double.
@@ -67,8 +73,11 @@ type Bot struct {
 	DataDir string
 	Repo    string // owner/name
 	Base    string // the default branch's head commit
-	// Isolation is what the local sandbox gives on this machine.
-	Provider *local.Provider
+	// Provider is the sandbox backend the bot runs on.
+	Provider sandbox.Provider
+	// Runtime is the in-process Runtime server when Options.Sandbox is
+	// "runtime".
+	Runtime *runtimetest.Server
 
 	closers []func()
 }
@@ -131,10 +140,26 @@ func Start(ctx context.Context, opts Options) (b *Bot, err error) {
 	}
 	db := b.Store
 	b.closers = append(b.closers, func() { db.Close() })
-	b.Provider, err = local.New(local.Options{Dir: filepath.Join(b.DataDir, "sandboxes"), Hide: []string{b.DataDir},
-		ForceCopy: opts.ForceCopy, ForceUnisolated: opts.ForceUnisolated})
-	if err != nil {
-		return nil, err
+	lopts := local.Options{Dir: filepath.Join(b.DataDir, "sandboxes"), Hide: []string{b.DataDir},
+		ForceCopy: opts.ForceCopy, ForceUnisolated: opts.ForceUnisolated}
+	switch opts.Sandbox {
+	case "", "local":
+		if b.Provider, err = local.New(lopts); err != nil {
+			return nil, err
+		}
+	case "runtime":
+		const key = "rt_test_key"
+		rt, err := runtimetest.New(runtimetest.Options{Dir: filepath.Join(b.DataDir, "runtime"), APIKey: key, Local: lopts})
+		if err != nil {
+			return nil, err
+		}
+		b.closers = append(b.closers, rt.Close)
+		b.Runtime = rt
+		if b.Provider, err = runtime.New(runtime.Options{BaseURL: rt.URL(), APIKey: key, HTTPClient: rt.Client()}); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("unknown sandbox backend %q (want local or runtime)", opts.Sandbox)
 	}
 	agents, err := fs.Sub(examples.FS, "agents")
 	if err != nil {

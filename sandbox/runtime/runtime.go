@@ -344,3 +344,21 @@ func (s *Sandbox) Fork(ctx context.Context, n int) ([]sandbox.Sandbox, error) {
 	}
 	return out, nil
 }
+
+// Account is what Runtime says about the API key's account: GET /v1/me and
+// GET /v1/limits, as JSON objects (their fields are not documented in
+// runtime-api.md, so they are passed through as they come).
+type Account struct {
+	Me, Limits map[string]any
+}
+
+// Account checks the API key and reads the account's limits; a bad key is
+// an *Error with status 401.
+func (p *Provider) Account(ctx context.Context) (Account, error) {
+	var a Account
+	if err := p.doJSON(ctx, &request{method: http.MethodGet, path: "/v1/me"}, nil, &a.Me); err != nil {
+		return a, err
+	}
+	err := p.doJSON(ctx, &request{method: http.MethodGet, path: "/v1/limits"}, nil, &a.Limits)
+	return a, err
+}

@@ -488,3 +488,22 @@ func newReq(u, body, key string) (*http.Request, error) {
 	req.Header.Set("Idempotency-Key", key)
 	return req, nil
 }
+
+// TestAccount: the key is checked with GET /v1/me and the limits read; a
+// wrong key is a 401 that names no key.
+func TestAccount(t *testing.T) {
+	srv := newServer(t, nil)
+	a, err := newProvider(t, srv, nil).Account(ctx(t))
+	if err != nil || a.Me["id"] == nil || a.Limits["maxForkCount"] == nil {
+		t.Fatalf("Account = %+v, %v", a, err)
+	}
+	bad, err := runtime.New(runtime.Options{BaseURL: srv.URL(), APIKey: "rt_wrong", HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = bad.Account(ctx(t))
+	var re *runtime.Error
+	if !errors.As(err, &re) || re.Status != 401 || strings.Contains(err.Error(), "rt_wrong") {
+		t.Errorf("wrong key: %v", err)
+	}
+}

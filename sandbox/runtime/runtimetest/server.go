@@ -96,6 +96,8 @@ type Request struct {
 
 // Route patterns, as reported in Request.Route and used in Fault.Route.
 const (
+	RouteMe                 = "GET /v1/me"
+	RouteLimits             = "GET /v1/limits"
 	RouteCreate             = "POST /v1/sandboxes"
 	RouteList               = "GET /v1/sandboxes"
 	RouteGet                = "GET /v1/sandboxes/{id}"
@@ -606,6 +608,12 @@ func decode(r *http.Request, v any) error {
 // (id, pid, uid).
 func matchRoute(method, p string) (string, map[string]string) {
 	params := map[string]string{}
+	switch {
+	case method == "GET" && p == "/v1/me":
+		return RouteMe, params
+	case method == "GET" && p == "/v1/limits":
+		return RouteLimits, params
+	}
 	rest, ok := strings.CutPrefix(p, "/v1/sandboxes")
 	if !ok {
 		return "", nil
@@ -714,6 +722,14 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, route string, 
 		return s.create(w, r)
 	case RouteList:
 		return s.list(w, r)
+	case RouteMe:
+		// The docs give no shape for these two; the fields are this
+		// double's own (runtime-api.md marks them unconfirmed).
+		writeJSON(w, 200, map[string]any{"id": "usr_test", "org": map[string]any{"id": "org_test", "name": "runtimetest"}})
+		return nil
+	case RouteLimits:
+		writeJSON(w, 200, map[string]any{"maxRunningSandboxes": 100, "maxForkCount": 10, "runningSandboxes": len(s.Sandboxes())})
+		return nil
 	}
 	id := params["id"]
 	if route == RouteDelete {
