@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"sort"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/bestofn/bestofn/sandbox/local"
