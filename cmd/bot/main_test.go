@@ -179,3 +179,23 @@ func TestDoctorRuntime(t *testing.T) {
 		t.Errorf("doctor with a wrong key = %d\n%s%s", code, out.String(), errb.String())
 	}
 }
+
+// TestRuntimeEgressSecretKeepsTheKeyOut: with an egress secret the real model
+// key never goes into the agent's environment.
+func TestRuntimeEgressSecretKeepsTheKeyOut(t *testing.T) {
+	gh, _ := githubtest.New()
+	defer gh.Close()
+	env := map[string]string{"APP_ID": "1", "PRIVATE_KEY": string(gh.PrivateKeyPEM), "WEBHOOK_SECRET": "s", "DATA_DIR": t.TempDir(),
+		"SANDBOX": "runtime", "RUNTIME_API_KEY": "rt", "ANTHROPIC_API_KEY": "sk-ant-real", "OPENAI_API_KEY": "sk-oa",
+		"RUNTIME_EGRESS_SECRET": "ANTHROPIC_API_KEY", "RUNTIME_ALLOW_HOSTS": "api.anthropic.com, api.openai.com"}
+	c, err := loadServeConfig(envOf(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.AgentEnv["ANTHROPIC_API_KEY"]; ok || c.AgentEnv["OPENAI_API_KEY"] != "sk-oa" {
+		t.Errorf("agent env = %v", c.AgentEnv)
+	}
+	if len(c.RuntimeAllow) != 2 || c.RuntimeAllow[1] != "api.openai.com" {
+		t.Errorf("allow = %q", c.RuntimeAllow)
+	}
+}

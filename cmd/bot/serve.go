@@ -40,6 +40,8 @@ Configured by environment variables:
   PORT                  listen port (default 8080)
   SANDBOX               sandbox backend: local (default) or runtime
   RUNTIME_API_KEY       Runtime's API key (SANDBOX=runtime); RUNTIME_API_URL overrides its address
+  RUNTIME_ALLOW_HOSTS   comma-separated hosts the agent step may reach on Runtime (the model's API)
+  RUNTIME_EGRESS_SECRET name of a Runtime egress secret holding the model key: the agent sees only its placeholder
   BESTOFN_AGENT         agent command for repositories whose config names none
   PUBLIC_URL            where the bot is reachable; comments then link run pages
   WORKERS               runs at once (default 2)
@@ -61,6 +63,8 @@ type serveConfig struct {
 	Sandbox         string
 	RuntimeKey      string
 	RuntimeURL      string
+	RuntimeAllow    []string
+	RuntimeEgress   string
 	AllowUnisolated bool
 	Agent           string
 	AgentEnv        map[string]string
@@ -121,6 +125,12 @@ func loadServeConfig(getenv func(string) string) (serveConfig, error) {
 			problems = append(problems, "RUNTIME_API_KEY is not set (SANDBOX=runtime needs it)")
 		}
 		c.RuntimeURL = getenv("RUNTIME_API_URL")
+		for _, h := range strings.Split(getenv("RUNTIME_ALLOW_HOSTS"), ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				c.RuntimeAllow = append(c.RuntimeAllow, h)
+			}
+		}
+		c.RuntimeEgress = getenv("RUNTIME_EGRESS_SECRET")
 	default:
 		problems = append(problems, fmt.Sprintf("SANDBOX must be local or runtime, not %q", c.Sandbox))
 	}
@@ -130,6 +140,12 @@ func loadServeConfig(getenv func(string) string) (serveConfig, error) {
 		if v := getenv(k); v != "" {
 			c.AgentEnv[k] = v
 		}
+	}
+	if c.RuntimeEgress != "" {
+		// Runtime gives every sandbox NAME=<placeholder> and swaps the real
+		// key in on HTTPS requests to the model's host: the real key must
+		// not travel in the agent's environment as well.
+		delete(c.AgentEnv, c.RuntimeEgress)
 	}
 	c.PublicURL = getenv("PUBLIC_URL")
 	if v := getenv("WORKERS"); v != "" {
@@ -221,7 +237,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 // of a crashed process pruned) or runtime (Runtime's API, the key checked).
 func newProvider(ctx context.Context, cfg serveConfig) (sandbox.Provider, error) {
 	if cfg.Sandbox == "runtime" {
-		p, err := runtime.New(runtime.Options{BaseURL: cfg.RuntimeURL, APIKey: cfg.RuntimeKey, Labels: map[string]string{"bot": "bestofn"}})
+		p, err := runtime.New(runtime.Options{BaseURL: cfg.RuntimeURL, APIKey: cfg.RuntimeKey, AllowHosts: cfg.RuntimeAllow,
+			Labels: map[string]string{"bot": "bestofn"}})
 		if err != nil {
 			return nil, err
 		}

@@ -155,7 +155,13 @@ func (s *Sandbox) setNetwork(ctx context.Context, internet bool) error {
 	if same {
 		return nil
 	}
-	if err := s.p.doJSON(ctx, &request{method: "PUT", path: s.path("/network")}, map[string]bool{"internet": internet}, nil); err != nil {
+	body := map[string]any{"internet": internet}
+	if internet && len(s.p.opts.AllowHosts) > 0 {
+		// Only the hosts the agent needs (its model's API): runtime-api.md,
+		// "Egress secrets and network rules".
+		body["allow"] = s.p.opts.AllowHosts
+	}
+	if err := s.p.doJSON(ctx, &request{method: "PUT", path: s.path("/network")}, body, nil); err != nil {
 		return err
 	}
 	s.mu.Lock()

@@ -56,6 +56,10 @@ type Options struct {
 	// RetryDeadline bounds the retries of one call, waits included; zero
 	// means 2 minutes.
 	RetryDeadline time.Duration
+	// AllowHosts, when set, limits a command that may use the network to
+	// these hosts (network.allow: the model's API host); commands without
+	// network get none.
+	AllowHosts []string
 }
 
 // Provider creates Runtime sandboxes. It implements sandbox.Provider and is

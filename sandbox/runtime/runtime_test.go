@@ -507,3 +507,32 @@ func TestAccount(t *testing.T) {
 		t.Errorf("wrong key: %v", err)
 	}
 }
+
+// TestAllowHosts: a command with network gets only the allowed hosts; one
+// without gets no internet at all.
+func TestAllowHosts(t *testing.T) {
+	srv := newServer(t, nil)
+	p, err := runtime.New(runtime.Options{BaseURL: srv.URL(), APIKey: apiKey, HTTPClient: srv.Client(), AllowHosts: []string{"api.anthropic.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := p.Create(ctx(t), sandbox.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop(ctx(t))
+	for _, n := range []bool{true, false} {
+		if _, err := s.Exec(ctx(t), sandbox.ExecRequest{Argv: []string{"true"}, Network: n}); err != nil {
+			t.Fatal(err)
+		}
+		internet, allow, ok := srv.Network(s.ID())
+		switch {
+		case !ok:
+			t.Fatal("unknown sandbox")
+		case n && (!internet || len(allow) != 1 || allow[0] != "api.anthropic.com"):
+			t.Errorf("with network: internet=%v allow=%q", internet, allow)
+		case !n && (internet || len(allow) != 0):
+			t.Errorf("without network: internet=%v allow=%q", internet, allow)
+		}
+	}
+}

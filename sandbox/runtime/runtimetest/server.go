@@ -180,6 +180,7 @@ type rsb struct {
 	disk     int
 	timeout  int
 	internet bool
+	allow    []string // network.allow as last put
 	ctx      context.Context
 	cancel   context.CancelFunc
 
@@ -319,6 +320,18 @@ func (s *Server) RequestsTo(route string) []Request {
 		}
 	}
 	return out
+}
+
+// Network returns a sandbox's network setting as last put: internet and the
+// allowed hosts; ok is false for an unknown sandbox.
+func (s *Server) Network(id string) (internet bool, allow []string, ok bool) {
+	b, err := s.box(id)
+	if err != nil {
+		return false, nil, false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.internet, append([]string(nil), b.allow...), true
 }
 
 // Sandboxes returns the ids of the sandboxes not yet deleted, sorted.
@@ -762,6 +775,7 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, route string, 
 		if body.Internet != nil {
 			b.internet = *body.Internet
 		}
+		b.allow = body.Allow
 		internet := b.internet
 		b.mu.Unlock()
 		writeJSON(w, 200, map[string]any{"internet": internet, "allow": nonNil(body.Allow), "deny": nonNil(body.Deny), "connect": nonNil(body.Connect)})
