@@ -109,6 +109,37 @@ type Attempt struct {
 	// AddedTests says how the test files the attempt added fared ("added 3
 	// tests, 3 pass"); empty when it added none. They never vote.
 	AddedTests string
+	// CostMicros is what the attempt's copy cost, in microdollars: the
+	// backend's charge when it reports one (Runtime's chargedMicros), else
+	// an estimate (CostEstimated) from CPU time and memory × time at
+	// Runtime's published prices.
+	CostMicros    int64
+	CostEstimated bool
+}
+
+// Runtime's published prices (runtime-api.md, "Prices"), used to estimate a
+// sandbox's cost when the backend charges nothing itself: CPU at $0.025 per
+// vCPU-hour, memory at $0.0075 per GiB-hour, in microdollars per second.
+const (
+	cpuMicrosPerSecond    = 25_000.0 / 3600
+	memoryMicrosPerGiBSec = 7_500.0 / 3600
+)
+
+// costReporter is a sandbox that knows what it was charged.
+type costReporter interface {
+	CostMicros(ctx context.Context) (micros int64, known bool, err error)
+}
+
+// sandboxCost returns what sb cost so far, in microdollars, and whether that
+// is an estimate.
+func sandboxCost(ctx context.Context, sb sandbox.Sandbox, u sandbox.Usage) (int64, bool) {
+	if c, ok := sb.(costReporter); ok {
+		if micros, known, err := c.CostMicros(ctx); err == nil && known {
+			return micros, false
+		}
+	}
+	gib := float64(u.MaxRSSBytes) / (1 << 30)
+	return int64(u.CPUSeconds*cpuMicrosPerSecond + gib*u.Wall.Seconds()*memoryMicrosPerGiBSec + 0.5), true
 }
 
 // Result is a finished run.
@@ -499,9 +530,11 @@ func (r *runState) runAttempt(ctx context.Context, k int, sb sandbox.Sandbox, ba
 	stopped := false
 	stop := func() {
 		if !stopped {
-			if u, err := sb.Usage(context.WithoutCancel(ctx)); err == nil {
+			bg := context.WithoutCancel(ctx)
+			if u, err := sb.Usage(bg); err == nil {
 				a.Usage = u
 			}
+			a.CostMicros, a.CostEstimated = sandboxCost(bg, sb, a.Usage)
 			stopQuietly(sb)
 			stopped = true
 		}

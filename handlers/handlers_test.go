@@ -196,6 +196,13 @@ func TestEndToEnd(t *testing.T) {
 	if got := e.git("diff", "--full-index", e.Base, pr.HeadSHA); !strings.Contains(string(winner.Patch), strings.SplitN(got, "\n", 2)[1]) {
 		t.Errorf("branch diff differs from attempt 1's patch:\n%s\n---\n%s", got, winner.Patch)
 	}
+	for _, a := range attempts {
+		// Local sandboxes are estimated at Runtime's CPU price ($0.025 per
+		// vCPU-hour) plus memory.
+		if !a.CostEstimated || a.CostMicros < int64(a.CPUSeconds*25000/3600) {
+			t.Errorf("attempt %d: cost %d µ$ (estimated %v) for %.2f CPU s", a.Number, a.CostMicros, a.CostEstimated, a.CPUSeconds)
+		}
+	}
 	if !e.GitHub.Verified(pr.HeadSHA) {
 		t.Errorf("the commit was not made through the Git Data API by the App")
 	}
@@ -334,6 +341,15 @@ func TestEndToEndOnRuntime(t *testing.T) {
 		if a.OutcomeKind != want[i] {
 			t.Errorf("attempt %d = %s, want %s", a.Number, a.Outcome, want[i])
 		}
+	}
+	for _, a := range attempts {
+		if a.CostEstimated {
+			t.Errorf("attempt %d's cost is an estimate; Runtime charges each sandbox (chargedMicros)", a.Number)
+		}
+	}
+	pr := e.GitHub.Pulls(e.Repo)[0]
+	if card := e.GitHub.Comments(e.Repo, pr.Number)[0].Body; !strings.Contains(card, "| cost |") || strings.Contains(card, "are estimates") {
+		t.Errorf("scorecard cost column:\n%s", card)
 	}
 	if n := len(e.Runtime.Sandboxes()); n != 0 {
 		t.Errorf("%d Runtime sandboxes left (a stopped one keeps a billed disk)", n)

@@ -135,7 +135,9 @@ func renderScorecard(runID int64, runURL string, req runRequest, cfg explore.Con
 	} else {
 		b.WriteString("❌ **No attempt passed.** Nothing was published.\n\n")
 	}
-	b.WriteString("| # | hint | outcome | patch | files | agent | grading |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("| # | hint | outcome | patch | files | agent | grading | cost |\n|---|---|---|---|---|---|---|---|\n")
+	var total int64
+	estimated := false
 	for _, a := range res.Attempts {
 		num := fmt.Sprint(a.Number)
 		if a.Number == res.Winner {
@@ -158,11 +160,16 @@ func renderScorecard(runID int64, runURL string, req runRequest, cfg explore.Con
 		if a.AddedTests != "" {
 			text += " · " + a.AddedTests + " (new tests do not vote)"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s %s | %s | %d | %s | %s |\n", num, cell(hintText(a.Hint), 80), outcomeIcon(a.Outcome),
-			cell(text, 400), size, len(a.Patch.Changes), fmtDuration(a.AgentDuration), grading)
+		total += a.CostMicros
+		estimated = estimated || a.CostEstimated
+		fmt.Fprintf(&b, "| %s | %s | %s %s | %s | %d | %s | %s | %s |\n", num, cell(hintText(a.Hint), 80), outcomeIcon(a.Outcome),
+			cell(text, 400), size, len(a.Patch.Changes), fmtDuration(a.AgentDuration), grading, fmtCost(a.CostMicros, a.CostEstimated))
 	}
-	fmt.Fprintf(&b, "\nBase commit `%s` · test command `%s` · %d attempts in %s on the `%s` sandbox.\n\n",
-		short(res.BaseCommit), cfg.Test, len(res.Attempts), fmtDuration(res.Duration), res.Backend)
+	fmt.Fprintf(&b, "\nBase commit `%s` · test command `%s` · %d attempts in %s on the `%s` sandbox · attempts' sandboxes cost %s.\n\n",
+		short(res.BaseCommit), cfg.Test, len(res.Attempts), fmtDuration(res.Duration), res.Backend, fmtCost(total, estimated))
+	if estimated {
+		b.WriteString("Costs marked ~ are estimates: CPU time and memory × time at Runtime's prices.\n\n")
+	}
 	b.WriteString(isolationWarning(res.Isolation))
 	if line := baselineLine(res.Baseline); line != "" {
 		b.WriteString(line + "\n\n")
@@ -312,6 +319,18 @@ func detailsLang(summary string, text []byte, lang string, limit int) string {
 		fence += "`"
 	}
 	return fmt.Sprintf("<details><summary>%s</summary>\n\n%s%s%s\n%s\n%s\n</details>\n", summary, cut, fence, lang, strings.TrimRight(s, "\n"), fence)
+}
+
+// fmtCost shows microdollars as dollars; an estimate starts with "~".
+func fmtCost(micros int64, estimated bool) string {
+	s := fmt.Sprintf("$%.4f", float64(micros)/1e6)
+	if micros < 10_000 {
+		s = fmt.Sprintf("$%.6f", float64(micros)/1e6)
+	}
+	if estimated {
+		return "~" + s
+	}
+	return s
 }
 
 func short(sha string) string {

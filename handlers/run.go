@@ -382,6 +382,7 @@ func attemptRow(runID int64, a *explore.Attempt) *store.Attempt {
 		Patch: a.Patch.Diff, LinesAdded: added, LinesDeleted: deleted, FilesChanged: len(a.Patch.Changes),
 		AgentExit: a.AgentExit, AgentDuration: a.AgentDuration, GradeDuration: a.GradeDuration,
 		CPUSeconds: a.Usage.CPUSeconds, FinishedAt: a.Finished, Detail: string(detail),
+		CostMicros: a.CostMicros, CostEstimated: a.CostEstimated,
 	}
 }
 

@@ -230,13 +230,17 @@ type Attempt struct {
 	AgentDuration time.Duration
 	GradeDuration time.Duration
 	CPUSeconds    float64
+	// CostMicros is what the attempt's sandbox cost, in microdollars;
+	// CostEstimated says it was estimated rather than charged.
+	CostMicros    int64
+	CostEstimated bool
 	FinishedAt    time.Time // zero when unset
 	Detail        string
 }
 
 const attemptColumns = `run_id, number, hint, outcome, outcome_kind, patch, lines_added,
 	lines_deleted, files_changed, agent_exit, agent_duration_ns, grade_duration_ns,
-	cpu_seconds, finished_at, detail`
+	cpu_seconds, finished_at, detail, cost_micros, cost_estimated`
 
 // SaveAttempt inserts a, or replaces every field of the attempt with the same
 // RunID and Number. It returns an error if Number is below 1 or the run does
@@ -248,17 +252,18 @@ func (db *DB) SaveAttempt(ctx context.Context, a *Attempt) error {
 	err := db.withTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `
 			INSERT INTO attempts (`+attemptColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (run_id, number) DO UPDATE SET
 				hint = excluded.hint, outcome = excluded.outcome, outcome_kind = excluded.outcome_kind,
 				patch = excluded.patch, lines_added = excluded.lines_added,
 				lines_deleted = excluded.lines_deleted, files_changed = excluded.files_changed,
 				agent_exit = excluded.agent_exit, agent_duration_ns = excluded.agent_duration_ns,
 				grade_duration_ns = excluded.grade_duration_ns, cpu_seconds = excluded.cpu_seconds,
-				finished_at = excluded.finished_at, detail = excluded.detail`,
+				finished_at = excluded.finished_at, detail = excluded.detail,
+				cost_micros = excluded.cost_micros, cost_estimated = excluded.cost_estimated`,
 			a.RunID, a.Number, a.Hint, a.Outcome, a.OutcomeKind, a.Patch, a.LinesAdded,
 			a.LinesDeleted, a.FilesChanged, a.AgentExit, int64(a.AgentDuration), int64(a.GradeDuration),
-			a.CPUSeconds, formatTime(a.FinishedAt), a.Detail)
+			a.CPUSeconds, formatTime(a.FinishedAt), a.Detail, a.CostMicros, a.CostEstimated)
 		return err
 	})
 	if err != nil {
@@ -283,7 +288,7 @@ func (db *DB) Attempts(ctx context.Context, runID int64) ([]*Attempt, error) {
 		var finished sql.NullString
 		if err := rows.Scan(&a.RunID, &a.Number, &a.Hint, &a.Outcome, &a.OutcomeKind, &a.Patch,
 			&a.LinesAdded, &a.LinesDeleted, &a.FilesChanged, &a.AgentExit, &agentNS, &gradeNS,
-			&a.CPUSeconds, &finished, &a.Detail); err != nil {
+			&a.CPUSeconds, &finished, &a.Detail, &a.CostMicros, &a.CostEstimated); err != nil {
 			return nil, fmt.Errorf("attempts of run %d: %w", runID, err)
 		}
 		a.AgentDuration, a.GradeDuration = time.Duration(agentNS), time.Duration(gradeNS)

@@ -197,7 +197,7 @@ func TestAttempts(t *testing.T) {
 		RunID: run.ID, Number: 2, Hint: "write the test first", Outcome: "passed", OutcomeKind: "pass",
 		Patch: binary, LinesAdded: 10, LinesDeleted: 3, FilesChanged: 2, AgentExit: 0,
 		AgentDuration: 3*time.Minute + 7*time.Nanosecond, GradeDuration: 41*time.Second + 1,
-		CPUSeconds: 123.456, FinishedAt: time.Date(2025, 3, 1, 13, 0, 0, 1, time.UTC), Detail: "ok 4 of 4",
+		CPUSeconds: 123.456, CostMicros: 642, CostEstimated: true, FinishedAt: time.Date(2025, 3, 1, 13, 0, 0, 1, time.UTC), Detail: "ok 4 of 4",
 	}
 	first := &store.Attempt{
 		RunID: run.ID, Number: 1, Hint: "minimal change", Outcome: "tests failed (1 of 4)",
