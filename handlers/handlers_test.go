@@ -359,6 +359,41 @@ func TestEndToEndOnRuntime(t *testing.T) {
 	}
 }
 
+// TestRuntimePartialFork: Runtime starts two of the five copies and then
+// fails (no capacity); the two run, the three others are "sandbox error" in
+// the scorecard, and no sandbox is left.
+func TestRuntimePartialFork(t *testing.T) {
+	e := newEnvOpts(t, handlerstest.Options{Repo: "rtfork", Sandbox: "runtime"}, nil)
+	// The baseline forks twice (without and with the hidden tests); the
+	// third fork is the attempts'.
+	e.Runtime.Inject(runtimetest.Fault{Route: runtimetest.RouteFork, Status: 409, Code: "no_capacity", ForkFailAt: 3, Times: 1, Skip: 2})
+	body := e.labeled("bestofn", maintainer)
+	e.post("issues", "d-rtfork", body, sign(body, secret))
+	if jobs := e.wait(); jobs[0].Status != store.JobDone {
+		t.Fatalf("job = %s (%s)", jobs[0].Status, jobs[0].Error)
+	}
+	runs, _ := e.Store.Runs(context.Background(), store.RunFilter{})
+	attempts, _ := e.Store.Attempts(context.Background(), runs[0].ID)
+	for _, a := range attempts {
+		want := "sandbox_error"
+		switch a.Number {
+		case 1:
+			want = "pass"
+		case 2:
+			want = "edited_tests"
+		}
+		if a.OutcomeKind != want {
+			t.Errorf("attempt %d = %s, want %s", a.Number, a.Outcome, want)
+		}
+	}
+	if runs[0].Winner != 1 || len(e.GitHub.Pulls(e.Repo)) != 1 {
+		t.Errorf("winner %d, %d pull requests", runs[0].Winner, len(e.GitHub.Pulls(e.Repo)))
+	}
+	if n := len(e.Runtime.Sandboxes()); n != 0 {
+		t.Errorf("%d Runtime sandboxes left", n)
+	}
+}
+
 func TestNoPassingAttempt(t *testing.T) {
 	e := newEnv(t, "nopass", func(dir string) {
 		// Only the attempts that change nothing or cheat run.

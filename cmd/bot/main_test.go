@@ -67,6 +67,11 @@ func TestLoadServeConfig(t *testing.T) {
 		"NoDataDir":       {env: with("DATA_DIR", ""), want: []string{"DATA_DIR"}},
 		"UnknownSandbox":  {env: with("SANDBOX", "docker"), want: []string{"SANDBOX"}},
 		"RuntimeNoKey":    {env: with("SANDBOX", "runtime"), want: []string{"RUNTIME_API_KEY"}},
+		"RuntimeBadSize": {env: func() map[string]string {
+			m := with("SANDBOX", "runtime")
+			m["RUNTIME_API_KEY"], m["RUNTIME_VCPU"], m["RUNTIME_TIME_LIMIT"] = "k", "many", "5s"
+			return m
+		}(), want: []string{"RUNTIME_VCPU", "RUNTIME_TIME_LIMIT"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -42,6 +42,8 @@ Configured by environment variables:
   RUNTIME_API_KEY       Runtime's API key (SANDBOX=runtime); RUNTIME_API_URL overrides its address
   RUNTIME_ALLOW_HOSTS   comma-separated hosts the agent step may reach on Runtime (the model's API)
   RUNTIME_EGRESS_SECRET name of a Runtime egress secret holding the model key: the agent sees only its placeholder
+  RUNTIME_VCPU, RUNTIME_MEMORY_MIB  size of each Runtime sandbox (Runtime's defaults: 2, 4096)
+  RUNTIME_TIME_LIMIT    each Runtime sandbox is deleted by Runtime after this long, whatever happens to the bot (default 2h)
   BESTOFN_AGENT         agent command for repositories whose config names none
   PUBLIC_URL            where the bot is reachable; comments then link run pages
   WORKERS               runs at once (default 2)
@@ -65,6 +67,9 @@ type serveConfig struct {
 	RuntimeURL      string
 	RuntimeAllow    []string
 	RuntimeEgress   string
+	RuntimeVCPU     int
+	RuntimeMemory   int
+	RuntimeLimit    time.Duration
 	AllowUnisolated bool
 	Agent           string
 	AgentEnv        map[string]string
@@ -131,6 +136,23 @@ func loadServeConfig(getenv func(string) string) (serveConfig, error) {
 			}
 		}
 		c.RuntimeEgress = getenv("RUNTIME_EGRESS_SECRET")
+		c.RuntimeLimit = 2 * time.Hour
+		for name, dst := range map[string]*int{"RUNTIME_VCPU": &c.RuntimeVCPU, "RUNTIME_MEMORY_MIB": &c.RuntimeMemory} {
+			if v := getenv(name); v != "" {
+				n, err := strconv.Atoi(v)
+				if err != nil || n <= 0 {
+					problems = append(problems, name+" must be a positive number")
+				}
+				*dst = n
+			}
+		}
+		if v := getenv("RUNTIME_TIME_LIMIT"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < time.Minute {
+				problems = append(problems, "RUNTIME_TIME_LIMIT must be a duration of at least 1m, such as 2h")
+			}
+			c.RuntimeLimit = d
+		}
 	default:
 		problems = append(problems, fmt.Sprintf("SANDBOX must be local or runtime, not %q", c.Sandbox))
 	}
@@ -238,7 +260,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 func newProvider(ctx context.Context, cfg serveConfig) (sandbox.Provider, error) {
 	if cfg.Sandbox == "runtime" {
 		p, err := runtime.New(runtime.Options{BaseURL: cfg.RuntimeURL, APIKey: cfg.RuntimeKey, AllowHosts: cfg.RuntimeAllow,
-			Labels: map[string]string{"bot": "bestofn"}})
+			VCPU: cfg.RuntimeVCPU, MemoryMiB: cfg.RuntimeMemory, TimeLimit: cfg.RuntimeLimit})
 		if err != nil {
 			return nil, err
 		}

@@ -144,6 +144,9 @@ type Fault struct {
 	// LateAnswer answers 200 with runtime-late-answer: true and the error
 	// envelope as body.
 	LateAnswer bool
+	// Skip lets this many matching requests through before the fault
+	// applies (the third fork of a run, say).
+	Skip int
 }
 
 // Server is the in-process Runtime API. Close it when done.
@@ -166,6 +169,7 @@ type Server struct {
 type faultState struct {
 	f    Fault
 	left int
+	skip int // matching requests still to let through
 }
 
 // rsb is one Runtime sandbox.
@@ -300,7 +304,7 @@ func (s *Server) Inject(f Fault) {
 		n = 1
 	}
 	s.mu.Lock()
-	s.faults = append(s.faults, &faultState{f: f, left: n})
+	s.faults = append(s.faults, &faultState{f: f, left: n, skip: f.Skip})
 	s.mu.Unlock()
 }
 
@@ -352,6 +356,10 @@ func (s *Server) takeFault(route string, match func(Fault) bool) *Fault {
 	defer s.mu.Unlock()
 	for _, fs := range s.faults {
 		if fs.left > 0 && fs.f.Route == route && match(fs.f) {
+			if fs.skip > 0 {
+				fs.skip--
+				continue
+			}
 			fs.left--
 			f := fs.f
 			return &f
