@@ -59,7 +59,17 @@ var DefaultProtected = append(append([]string{}, TestConfigGlobs...), ".github/*
 // Config is a repository's effective configuration: the file's values over
 // the defaults of the detected ecosystem. Durations are wall time.
 type Config struct {
-	Attempts     int           `yaml:"attempts" json:"attempts"`
+	Attempts int `yaml:"attempts" json:"attempts"`
+	// Plan, when `attempts` is a list, holds one entry per attempt: what
+	// that copy varies (hint, agent, budget) and its name in the scorecard.
+	Plan []AttemptPlan `yaml:"-" json:"plan,omitempty"`
+	// StopEarly stops the other attempts once one is graded pass.
+	StopEarly bool `yaml:"stop_early" json:"stop_early"`
+	// BudgetUSD caps the run's cost, in dollars: an attempt that would start
+	// after it is spent is skipped. Zero means no budget.
+	BudgetUSD float64 `yaml:"budget_usd" json:"budget_usd"`
+	// Parallel is how many attempts run at once; zero means all.
+	Parallel     int           `yaml:"parallel" json:"parallel"`
 	Label        string        `yaml:"label" json:"label"`
 	Agent        string        `yaml:"agent" json:"agent"`
 	AgentTimeout time.Duration `yaml:"agent_timeout" json:"agent_timeout"`
@@ -118,7 +128,10 @@ func (e *ConfigError) Error() string {
 
 // fileConfig mirrors the file; pointers tell "absent" from "zero".
 type fileConfig struct {
-	Attempts      *int         `yaml:"attempts"`
+	Attempts      *attemptsKey `yaml:"attempts"`
+	StopEarly     *bool        `yaml:"stop_early"`
+	BudgetUSD     *float64     `yaml:"budget_usd"`
+	Parallel      *int         `yaml:"parallel"`
 	Label         *string      `yaml:"label"`
 	Agent         *string      `yaml:"agent"`
 	AgentTimeout  *duration    `yaml:"agent_timeout"`
@@ -169,7 +182,52 @@ var knownKeys = map[string]bool{
 	"attempts": true, "label": true, "agent": true, "agent_timeout": true, "setup": true,
 	"setup_timeout": true, "test": true, "test_timeout": true, "tests": true, "protected": true,
 	"hidden_tests": true, "hints": true, "select": true, "test_report": true, "test_retries": true,
-	"max_patch_bytes": true,
+	"max_patch_bytes": true, "stop_early": true, "budget_usd": true, "parallel": true,
+}
+
+// AttemptPlan is one entry of a list under `attempts`. Empty fields take the
+// run's: the hint of the hints list, the configured agent and agent_timeout.
+type AttemptPlan struct {
+	Hint  *string `yaml:"hint" json:"hint,omitempty"`
+	Agent string  `yaml:"agent" json:"agent,omitempty"`
+	// Budget is the agent's time limit for this attempt.
+	Budget duration `yaml:"budget" json:"budget,omitempty"`
+	// Label names the attempt in the scorecard ("opus, 10 min").
+	Label string `yaml:"label" json:"label,omitempty"`
+}
+
+// attemptsKey is `attempts`: a number, or a list of AttemptPlan.
+type attemptsKey struct {
+	n    int
+	plan []AttemptPlan
+}
+
+func (a *attemptsKey) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return n.Decode(&a.n)
+	case yaml.SequenceNode:
+		for i, item := range n.Content {
+			if item.Kind != yaml.MappingNode {
+				return fmt.Errorf("entry %d must be a mapping of hint, agent, budget, label", i+1)
+			}
+			for j := 0; j+1 < len(item.Content); j += 2 {
+				switch k := item.Content[j].Value; k {
+				case "hint", "agent", "budget", "label":
+				default:
+					return fmt.Errorf("entry %d: unknown key %q (want hint, agent, budget, label)", i+1, k)
+				}
+			}
+			var p AttemptPlan
+			if err := item.Decode(&p); err != nil {
+				return fmt.Errorf("entry %d: %v", i+1, cleanYAMLError(err))
+			}
+			a.plan = append(a.plan, p)
+		}
+		a.n = len(a.plan)
+		return nil
+	}
+	return errors.New("must be a number or a list of attempts")
 }
 
 // duration accepts Go durations ("90s", "10m") or a number of seconds.
@@ -249,10 +307,32 @@ func cleanYAMLError(err error) string {
 func (fc *fileConfig) apply(cfg *Config, cerr *ConfigError) {
 	bad := func(format string, a ...any) { cerr.Invalid = append(cerr.Invalid, fmt.Sprintf(format, a...)) }
 	if fc.Attempts != nil {
-		if *fc.Attempts < 1 || *fc.Attempts > MaxAttempts {
-			bad("attempts: must be 1 to %d, not %d", MaxAttempts, *fc.Attempts)
+		if fc.Attempts.n < 1 || fc.Attempts.n > MaxAttempts {
+			bad("attempts: must be 1 to %d, not %d", MaxAttempts, fc.Attempts.n)
 		} else {
-			cfg.Attempts = *fc.Attempts
+			cfg.Attempts, cfg.Plan = fc.Attempts.n, fc.Attempts.plan
+			for i, p := range cfg.Plan {
+				if p.Budget < 0 || time.Duration(p.Budget) > 24*time.Hour {
+					bad("attempts: entry %d: budget must be between 1s and 24h", i+1)
+				}
+			}
+		}
+	}
+	if fc.StopEarly != nil {
+		cfg.StopEarly = *fc.StopEarly
+	}
+	if fc.BudgetUSD != nil {
+		if *fc.BudgetUSD < 0 {
+			bad("budget_usd: must not be negative")
+		} else {
+			cfg.BudgetUSD = *fc.BudgetUSD
+		}
+	}
+	if fc.Parallel != nil {
+		if *fc.Parallel < 1 || *fc.Parallel > MaxAttempts {
+			bad("parallel: must be 1 to %d, not %d", MaxAttempts, *fc.Parallel)
+		} else {
+			cfg.Parallel = *fc.Parallel
 		}
 	}
 	if fc.Label != nil {
@@ -445,13 +525,59 @@ func Defaults(tree fs.FS) Config {
 	return cfg
 }
 
-// Hint returns the hint of attempt k (1-based): the configured hints in
-// order, repeated when there are more attempts than hints.
+// Hint returns the hint of attempt k (1-based): its plan's hint when it has
+// one, else the configured hints in order, repeated when there are more
+// attempts than hints.
 func (c Config) Hint(k int) string {
+	if p := c.plan(k); p != nil && p.Hint != nil {
+		return *p.Hint
+	}
 	if len(c.Hints) == 0 || k < 1 {
 		return ""
 	}
 	return c.Hints[(k-1)%len(c.Hints)]
+}
+
+func (c Config) plan(k int) *AttemptPlan {
+	if k < 1 || k > len(c.Plan) {
+		return nil
+	}
+	return &c.Plan[k-1]
+}
+
+// AgentFor returns attempt k's agent command (its plan's agent, a preset
+// name expanded, else the configured agent) and time limit.
+func (c Config) AgentFor(k int) (string, time.Duration) {
+	agent, timeout := c.Agent, c.AgentTimeout
+	if p := c.plan(k); p != nil {
+		if p.Agent != "" {
+			agent = p.Agent
+		}
+		if p.Budget > 0 {
+			timeout = time.Duration(p.Budget)
+		}
+	}
+	return ExpandAgent(agent), timeout
+}
+
+// Axis names what attempt k varies, for the scorecard and stats: its plan's
+// label, else its agent and budget when the plan sets them; "" without a plan.
+func (c Config) Axis(k int) string {
+	p := c.plan(k)
+	if p == nil {
+		return ""
+	}
+	if p.Label != "" {
+		return p.Label
+	}
+	var parts []string
+	if p.Agent != "" {
+		parts = append(parts, p.Agent)
+	}
+	if p.Budget > 0 {
+		parts = append(parts, time.Duration(p.Budget).String())
+	}
+	return strings.Join(parts, ", ")
 }
 
 // ReportExitCode is the test_report value that trusts the exit code alone.

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -109,6 +110,12 @@ type Attempt struct {
 	// AddedTests says how the test files the attempt added fared ("added 3
 	// tests, 3 pass"); empty when it added none. They never vote.
 	AddedTests string
+	// Axis names what this attempt varies when `attempts` is a list (its
+	// label, or its agent and budget); "" otherwise.
+	Axis string
+	// ModelCostMicros is what the agent reported its model calls cost, in
+	// microdollars (Claude Code's JSON total_cost_usd), 0 when it did not say.
+	ModelCostMicros int64
 	// CostMicros is what the attempt's copy cost, in microdollars: the
 	// backend's charge when it reports one (Runtime's chargedMicros), else
 	// an estimate (CostEstimated) from CPU time and memory × time at
@@ -124,6 +131,40 @@ const (
 	cpuMicrosPerSecond    = 25_000.0 / 3600
 	memoryMicrosPerGiBSec = 7_500.0 / 3600
 )
+
+// agentFailure describes a failed agent: "exit c", or for a missing program
+// (exit 127) the last line it printed, such as "claude: not found; add it
+// to setup".
+func agentFailure(res sandbox.ExecResult) string {
+	if res.ExitCode == 127 {
+		lines := strings.Split(strings.TrimSpace(string(res.Stderr)), "\n")
+		if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
+			if len(last) > 120 {
+				last = last[:120] + "…"
+			}
+			return last
+		}
+	}
+	return fmt.Sprintf("exit %d", res.ExitCode)
+}
+
+// totalCostUSD finds the cost an agent reports in its JSON output (Claude
+// Code's --output-format json has "total_cost_usd").
+var totalCostUSD = regexp.MustCompile(`"total_cost_usd"\s*:\s*([0-9]+(?:\.[0-9]+)?)`)
+
+// modelCost returns the last cost the agent's output reports, in
+// microdollars, or 0.
+func modelCost(stdout []byte) int64 {
+	m := totalCostUSD.FindAllSubmatch(stdout, -1)
+	if len(m) == 0 {
+		return 0
+	}
+	usd, err := strconv.ParseFloat(string(m[len(m)-1][1]), 64)
+	if err != nil || usd < 0 || usd > 1e6 {
+		return 0
+	}
+	return int64(usd*1e6 + 0.5)
+}
 
 // costReporter is a sandbox that knows what it was charged.
 type costReporter interface {
@@ -493,10 +534,22 @@ func (r *runState) snapshotSetup(ctx context.Context, base sandbox.Sandbox) erro
 // attempt forks the base into one copy per attempt and runs them all; a copy
 // that could not be started is a "sandbox error" attempt.
 func (r *runState) attempt(ctx context.Context, base sandbox.Sandbox) []*Attempt {
-	n := r.task.Config.Attempts
+	cfg := r.task.Config
+	n := cfg.Attempts
 	r.setPhase(PhaseAttempting)
 	copies, forkErr := base.Fork(ctx, n)
 	results := make([]*Attempt, n)
+	// With stop_early, the first pass cancels the attempts still going.
+	others, stopOthers := context.WithCancel(ctx)
+	defer stopOthers()
+	parallel := cfg.Parallel
+	if parallel <= 0 {
+		parallel = n
+	}
+	slots := make(chan struct{}, parallel)
+	var mu sync.Mutex // guards spent and passed
+	var spent int64   // microdollars of finished attempts
+	passed := false
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		k := i + 1
@@ -505,14 +558,45 @@ func (r *runState) attempt(ctx context.Context, base sandbox.Sandbox) []*Attempt
 			if forkErr != nil {
 				msg = forkErr.Error()
 			}
-			results[i] = &Attempt{Number: k, Hint: r.task.Config.Hint(k), Outcome: outcome(OutcomeSandboxError, msg), AgentExit: -1, Finished: time.Now()}
+			results[i] = &Attempt{Number: k, Hint: cfg.Hint(k), Axis: cfg.Axis(k), Outcome: outcome(OutcomeSandboxError, msg), AgentExit: -1, Finished: time.Now()}
 			r.setState(k, StateDone, results[i])
 			continue
 		}
+		// Attempts take their turn in order: with parallel below n, attempt
+		// k starts only when a slot frees, and the budget and stop_early are
+		// checked then, against what the finished attempts spent.
+		slots <- struct{}{}
+		mu.Lock()
+		skip := ""
+		switch {
+		case cfg.StopEarly && passed:
+			skip = "stopped early: another attempt passed"
+		case cfg.BudgetUSD > 0 && float64(spent) >= cfg.BudgetUSD*1e6:
+			skip = "budget"
+		}
+		mu.Unlock()
 		wg.Add(1)
 		go func(k int, sb sandbox.Sandbox) {
 			defer wg.Done()
-			a := r.runAttempt(ctx, k, sb, base)
+			defer func() { <-slots }()
+			var a *Attempt
+			switch skip {
+			case "":
+				a = r.runAttempt(others, k, sb, base)
+			case "budget":
+				stopQuietly(sb)
+				a = &Attempt{Number: k, Hint: cfg.Hint(k), Axis: cfg.Axis(k), Outcome: outcome(OutcomeSkippedBudget, ""), AgentExit: -1, Finished: time.Now()}
+			default:
+				stopQuietly(sb)
+				a = &Attempt{Number: k, Hint: cfg.Hint(k), Axis: cfg.Axis(k), Outcome: outcome(OutcomeCancelled, skip), AgentExit: -1, Finished: time.Now()}
+			}
+			mu.Lock()
+			spent += a.CostMicros + a.ModelCostMicros
+			if a.Outcome.Pass() && cfg.StopEarly && !passed {
+				passed = true
+				stopOthers()
+			}
+			mu.Unlock()
 			results[k-1] = a
 			r.setState(k, StateDone, a)
 		}(k, copies[i])
@@ -525,7 +609,8 @@ func (r *runState) attempt(ctx context.Context, base sandbox.Sandbox) []*Attempt
 // rules and grades it in a pristine copy of the base.
 func (r *runState) runAttempt(ctx context.Context, k int, sb sandbox.Sandbox, base sandbox.Sandbox) *Attempt {
 	cfg := r.task.Config
-	a := &Attempt{Number: k, Hint: cfg.Hint(k), AgentExit: -1}
+	a := &Attempt{Number: k, Hint: cfg.Hint(k), Axis: cfg.Axis(k), AgentExit: -1}
+	agent, agentTimeout := cfg.AgentFor(k)
 	log := r.log.With("attempt", k)
 	stopped := false
 	stop := func() {
@@ -572,12 +657,13 @@ func (r *runState) runAttempt(ctx context.Context, k int, sb sandbox.Sandbox, ba
 	env["BESTOFN_PROMPT_FILE"] = PromptPath
 	env["BESTOFN_HINT"] = a.Hint
 	env["BESTOFN_ATTEMPT"] = strconv.Itoa(k)
-	res, err := sb.Exec(ctx, sandbox.ExecRequest{Shell: cfg.Agent, Env: env, Timeout: cfg.AgentTimeout, Network: true})
+	res, err := sb.Exec(ctx, sandbox.ExecRequest{Shell: agent, Env: env, Timeout: agentTimeout, Network: true})
 	a.Finished = time.Now()
 	if err != nil {
 		return fail(fmt.Errorf("run agent: %w", err))
 	}
 	a.AgentExit, a.AgentDuration, a.AgentLog = res.ExitCode, res.Duration, joinLog(res)
+	a.ModelCostMicros = modelCost(res.Stdout)
 	log.Info("agent finished", "exit", res.ExitCode, "timed_out", res.TimedOut, "duration", res.Duration.Round(time.Millisecond))
 
 	// The patch is taken even from a failed agent, so the scorecard can show
@@ -603,7 +689,7 @@ func (r *runState) runAttempt(ctx context.Context, k int, sb sandbox.Sandbox, ba
 		a.Outcome = outcome(OutcomeAgentTimedOut, "")
 		return a
 	case res.ExitCode != 0:
-		a.Outcome = outcome(OutcomeAgentFailed, fmt.Sprintf("exit %d", res.ExitCode))
+		a.Outcome = outcome(OutcomeAgentFailed, agentFailure(res))
 		return a
 	case tooLarge:
 		// takePatch's error reads as the outcome: "patch too large (over 1024 KiB)".

@@ -23,6 +23,7 @@ const (
 	OutcomeTestTimedOut      OutcomeKind = "test_timed_out"
 	OutcomeSandboxError      OutcomeKind = "sandbox_error"
 	OutcomeCancelled         OutcomeKind = "cancelled"
+	OutcomeSkippedBudget     OutcomeKind = "skipped_budget"
 )
 
 // Outcome is an attempt's grade: its kind and the text the scorecard shows,
@@ -44,6 +45,8 @@ func outcome(kind OutcomeKind, detail string, paths ...string) Outcome {
 		text = "touched protected path"
 	case OutcomeTestTimedOut:
 		text = "test run timed out"
+	case OutcomeSkippedBudget:
+		text = "skipped (budget)"
 	}
 	if len(paths) > 0 {
 		detail = strings.Join(paths, ", ")

@@ -160,10 +160,14 @@ func renderScorecard(runID int64, runURL string, req runRequest, cfg explore.Con
 		if a.AddedTests != "" {
 			text += " · " + a.AddedTests + " (new tests do not vote)"
 		}
-		total += a.CostMicros
+		total += a.CostMicros + a.ModelCostMicros
 		estimated = estimated || a.CostEstimated
-		fmt.Fprintf(&b, "| %s | %s | %s %s | %s | %d | %s | %s | %s |\n", num, cell(hintText(a.Hint), 80), outcomeIcon(a.Outcome),
-			cell(text, 400), size, len(a.Patch.Changes), fmtDuration(a.AgentDuration), grading, fmtCost(a.CostMicros, a.CostEstimated))
+		hint := hintText(a.Hint)
+		if a.Axis != "" {
+			hint = "**" + a.Axis + "** · " + hint
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s %s | %s | %d | %s | %s | %s |\n", num, cell(hint, 120), outcomeIcon(a.Outcome),
+			cell(text, 400), size, len(a.Patch.Changes), fmtDuration(a.AgentDuration), grading, fmtCost(a.CostMicros+a.ModelCostMicros, a.CostEstimated))
 	}
 	fmt.Fprintf(&b, "\nBase commit `%s` · test command `%s` · %d attempts in %s on the `%s` sandbox · attempts' sandboxes cost %s.\n\n",
 		short(res.BaseCommit), cfg.Test, len(res.Attempts), fmtDuration(res.Duration), res.Backend, fmtCost(total, estimated))
@@ -276,7 +280,7 @@ func outcomeIcon(o explore.Outcome) string {
 	switch o.Kind {
 	case explore.OutcomePass:
 		return "✅"
-	case explore.OutcomeNoChange, explore.OutcomeCancelled:
+	case explore.OutcomeNoChange, explore.OutcomeCancelled, explore.OutcomeSkippedBudget:
 		return "⚪"
 	case explore.OutcomeSandboxError, explore.OutcomeAgentFailed, explore.OutcomeAgentTimedOut, explore.OutcomeTestTimedOut:
 		return "⚠️"

@@ -208,8 +208,10 @@ func (s *Server) execute(ctx context.Context, log *slog.Logger, gh *github.Clien
 	if cfg.Agent == "" {
 		cfg.Agent = s.opts.DefaultAgent
 	}
-	if cfg.Agent == "" {
-		return nil, errors.New("no agent configured: set `agent` in " + explore.ConfigPath)
+	for k := 1; k <= cfg.Attempts; k++ {
+		if agent, _ := cfg.AgentFor(k); agent == "" {
+			return nil, errors.New("no agent configured: set `agent` in " + explore.ConfigPath)
+		}
 	}
 	if req.Attempts > 0 {
 		cfg.Attempts = req.Attempts
@@ -374,7 +376,7 @@ func attemptRow(runID int64, a *explore.Attempt) *store.Attempt {
 		deleted += c.Deleted
 	}
 	detail, _ := json.Marshal(map[string]any{
-		"paths": a.Outcome.Paths, "changes": a.Patch.Changes,
+		"paths": a.Outcome.Paths, "changes": a.Patch.Changes, "axis": a.Axis, "model_cost_micros": a.ModelCostMicros,
 		"agent_log": string(a.AgentLog), "test_log": string(a.TestLog),
 	})
 	return &store.Attempt{
@@ -382,7 +384,7 @@ func attemptRow(runID int64, a *explore.Attempt) *store.Attempt {
 		Patch: a.Patch.Diff, LinesAdded: added, LinesDeleted: deleted, FilesChanged: len(a.Patch.Changes),
 		AgentExit: a.AgentExit, AgentDuration: a.AgentDuration, GradeDuration: a.GradeDuration,
 		CPUSeconds: a.Usage.CPUSeconds, FinishedAt: a.Finished, Detail: string(detail),
-		CostMicros: a.CostMicros, CostEstimated: a.CostEstimated,
+		CostMicros: a.CostMicros + a.ModelCostMicros, CostEstimated: a.CostEstimated,
 	}
 }
 

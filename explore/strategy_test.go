@@ -1,0 +1,136 @@
+package explore_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bestofn/bestofn/explore"
+)
+
+func TestParseAttemptsList(t *testing.T) {
+	cfg, err := explore.ParseConfig([]byte(`
+agent: ./default-agent.sh
+agent_timeout: 5m
+attempts:
+  - {hint: "Be brief.", label: quick}
+  - {agent: claude-code, budget: 10m}
+  - {}
+stop_early: true
+budget_usd: 2.5
+parallel: 2
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Attempts != 3 || !cfg.StopEarly || cfg.BudgetUSD != 2.5 || cfg.Parallel != 2 {
+		t.Fatalf("cfg = %+v", cfg)
+	}
+	if cfg.Hint(1) != "Be brief." || cfg.Hint(3) != explore.DefaultHints[2] {
+		t.Errorf("hints = %q, %q", cfg.Hint(1), cfg.Hint(3))
+	}
+	if a, d := cfg.AgentFor(1); a != "./default-agent.sh" || d != 5*time.Minute {
+		t.Errorf("attempt 1 agent = %q %s", a, d)
+	}
+	if a, d := cfg.AgentFor(2); !strings.Contains(a, "claude -p") || !strings.Contains(a, "not found; add it to setup") || d != 10*time.Minute {
+		t.Errorf("attempt 2 agent = %q %s", a, d)
+	}
+	if cfg.Axis(1) != "quick" || cfg.Axis(2) != "claude-code, 10m0s" || cfg.Axis(3) != "" {
+		t.Errorf("axes = %q %q %q", cfg.Axis(1), cfg.Axis(2), cfg.Axis(3))
+	}
+	for name, bad := range map[string]string{
+		"UnknownKey":   "attempts: [{hint: a, model: b}]",
+		"NotAMapping":  "attempts: [a, b]",
+		"TooMany":      "attempts: [{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}]",
+		"BadBudget":    "attempts: [{budget: soon}]",
+		"NegativeCost": "budget_usd: -1",
+		"Parallel":     "parallel: 0",
+	} {
+		if _, err := explore.ParseConfig([]byte(bad), nil); err == nil {
+			t.Errorf("%s: no error for %q", name, bad)
+		}
+	}
+}
+
+// strategyTask is the engine test repository with a plan of scripted agents.
+func strategyTask(t *testing.T, plan string) explore.Task {
+	tk := task(t, 1)
+	cfg, err := explore.ParseConfig([]byte(plan), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.Config.Attempts, tk.Config.Plan = cfg.Attempts, cfg.Plan
+	tk.Config.StopEarly, tk.Config.BudgetUSD, tk.Config.Parallel = cfg.StopEarly, cfg.BudgetUSD, cfg.Parallel
+	return tk
+}
+
+const fix = `echo 'add() { echo $(( $1 + $2 )); }' > calc.sh`
+
+func TestStopEarly(t *testing.T) {
+	e, data := newEngine(t)
+	tk := strategyTask(t, `
+attempts:
+  - {agent: "`+fix+`", label: fast}
+  - {agent: "sleep 60", label: slow}
+  - {agent: "sleep 60", label: slower}
+stop_early: true
+`)
+	start := time.Now()
+	res, err := e.Run(context.Background(), tk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("stop_early run took %s", took)
+	}
+	want := []explore.OutcomeKind{explore.OutcomePass, explore.OutcomeCancelled, explore.OutcomeCancelled}
+	for i, a := range res.Attempts {
+		if a.Outcome.Kind != want[i] || a.Axis == "" {
+			t.Errorf("attempt %d (%s): %s, want %s", a.Number, a.Axis, a.Outcome.Text, want[i])
+		}
+	}
+	assertClean(t, data)
+}
+
+// TestBudgetSkipsLaterAttempts: attempts run one at a time; the first
+// reports that its model calls cost $0.50, over the $0.40 budget, so the
+// rest are skipped.
+func TestBudgetSkipsLaterAttempts(t *testing.T) {
+	e, _ := newEngine(t)
+	tk := strategyTask(t, `
+attempts:
+  - {agent: "echo '{\"type\":\"result\",\"total_cost_usd\":0.5}'"}
+  - {agent: "`+fix+`"}
+  - {agent: "`+fix+`"}
+budget_usd: 0.4
+parallel: 1
+`)
+	res, err := e.Run(context.Background(), tk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := res.Attempts[0]; a.ModelCostMicros != 500000 || a.Outcome.Kind != explore.OutcomeNoChange {
+		t.Errorf("attempt 1: %s, model cost %d µ$", a.Outcome.Text, a.ModelCostMicros)
+	}
+	for _, a := range res.Attempts[1:] {
+		if a.Outcome.Kind != explore.OutcomeSkippedBudget || a.Outcome.Text != "skipped (budget)" {
+			t.Errorf("attempt %d: %s, want skipped (budget)", a.Number, a.Outcome.Text)
+		}
+	}
+}
+
+func TestPresetWithoutItsProgram(t *testing.T) {
+	e, _ := newEngine(t)
+	tk := strategyTask(t, `attempts: [{agent: codex}, {agent: "`+fix+`"}]`)
+	res, err := e.Run(context.Background(), tk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Attempts[0].Outcome.Text; got != "agent failed (codex: not found; add it to setup)" {
+		t.Errorf("attempt 1 = %q", got)
+	}
+	if res.Winner != 2 {
+		t.Errorf("winner = %d; a missing agent must fail its attempt, not the run", res.Winner)
+	}
+}
