@@ -179,3 +179,34 @@ func (db *DB) InstallationActive(ctx context.Context, id int64) (active, known b
 	}
 	return active, true, nil
 }
+
+// AttemptRecord is one attempt with what its run made of it, for stats.
+type AttemptRecord struct {
+	Attempt
+	// Won says this attempt was its run's winner; PROutcome is how the run's
+	// pull request ended ("merged", "closed" or "").
+	Won       bool
+	PROutcome string
+}
+
+// AttemptRecords returns every attempt of every run, oldest run first, with
+// whether it won and how its run's pull request ended.
+func (db *DB) AttemptRecords(ctx context.Context) ([]AttemptRecord, error) {
+	rows, err := db.db.QueryContext(ctx, `SELECT a.run_id, a.number, a.hint, a.outcome, a.outcome_kind,
+		a.cost_micros, a.cost_estimated, a.detail, r.winner = a.number, r.pr_outcome
+		FROM attempts a JOIN runs r ON r.id = a.run_id ORDER BY a.run_id, a.number`)
+	if err != nil {
+		return nil, fmt.Errorf("attempt records: %w", err)
+	}
+	defer rows.Close()
+	var out []AttemptRecord
+	for rows.Next() {
+		var r AttemptRecord
+		if err := rows.Scan(&r.RunID, &r.Number, &r.Hint, &r.Outcome, &r.OutcomeKind, &r.CostMicros, &r.CostEstimated,
+			&r.Detail, &r.Won, &r.PROutcome); err != nil {
+			return nil, fmt.Errorf("attempt records: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

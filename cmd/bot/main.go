@@ -5,6 +5,7 @@
 //	bot serve    run the GitHub App (webhook server and job workers)
 //	bot demo     run the whole job on this machine against an in-process GitHub
 //	bot doctor   say what isolation this machine gives the sandboxes
+//	bot stats    which hints and attempt choices win, what a solved issue costs
 package main
 
 import (
@@ -23,7 +24,8 @@ const usage = `bestofn: best-of-N coding agents for GitHub issues
 Usage:
   bot serve     run the GitHub App (configured by environment variables, see README.md)
   bot demo      run the main job end to end on this machine, with nothing configured
-  bot doctor    report what the local sandbox can isolate on this machine
+  bot doctor    report what the sandbox backend gives on this machine (SANDBOX=runtime: the Runtime account)
+  bot stats     which hints and choices win, and what a solved issue costs (reads DATA_DIR)
   bot help      show this text
 `
 
@@ -48,6 +50,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = demo(ctx, args[1:], stdout, stderr)
 	case "doctor":
 		err = doctor(ctx, args[1:], getenv, stdout)
+	case "stats":
+		err = stats(ctx, args[1:], getenv, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
