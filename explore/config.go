@@ -87,6 +87,17 @@ type Config struct {
 	HiddenRepo string   `yaml:"-" json:"hidden_repo,omitempty"`
 	Hints      []string `yaml:"hints" json:"hints"`
 	Select     string   `yaml:"select" json:"select"`
+	// SelectChain is `select` given as a list: rules applied in order
+	// (score, smallest-patch, fewest-files, lint).
+	SelectChain []string `yaml:"-" json:"select_chain,omitempty"`
+	// Score measures every passing attempt in its grading copy (the
+	// command prints one number as its last line); nil when not set.
+	Score *ScoreSpec `yaml:"-" json:"score,omitempty"`
+	// ScoreRuns is how many times the score command runs; the median counts.
+	ScoreRuns int `yaml:"score_runs" json:"score_runs"`
+	// Lint is a command that exits 0 when an attempt's code is clean, for
+	// the lint selection rule.
+	Lint string `yaml:"lint" json:"lint,omitempty"`
 	// TestReport says how to read the test run: "junit:<path>" (a JUnit XML
 	// file; a relative path is under /workspace), "go-json", "unittest", or
 	// "exit-code" (the exit code alone). Detected from the test command when
@@ -143,7 +154,10 @@ type fileConfig struct {
 	Protected     []string     `yaml:"protected"`
 	HiddenTests   *hiddenTests `yaml:"hidden_tests"`
 	Hints         []string     `yaml:"hints"`
-	Select        *string      `yaml:"select"`
+	Select        *selectKey   `yaml:"select"`
+	Score         *ScoreSpec   `yaml:"score"`
+	ScoreRuns     *int         `yaml:"score_runs"`
+	Lint          *string      `yaml:"lint"`
 	TestReport    *string      `yaml:"test_report"`
 	TestRetries   *int         `yaml:"test_retries"`
 	MaxPatchBytes *int64       `yaml:"max_patch_bytes"`
@@ -183,6 +197,49 @@ var knownKeys = map[string]bool{
 	"setup_timeout": true, "test": true, "test_timeout": true, "tests": true, "protected": true,
 	"hidden_tests": true, "hints": true, "select": true, "test_report": true, "test_retries": true,
 	"max_patch_bytes": true, "stop_early": true, "budget_usd": true, "parallel": true,
+	"score": true, "score_runs": true, "lint": true,
+}
+
+// Selection rules a `select` list may chain, besides SelectSmallestPatch and
+// SelectFewestFiles.
+const (
+	SelectScore = "score"
+	SelectLint  = "lint"
+)
+
+// ScoreSpec is the `score` key: a command whose last output line is a
+// number, and whether lower or higher is better.
+type ScoreSpec struct {
+	Command string `yaml:"command" json:"command"`
+	Better  string `yaml:"better" json:"better"`
+}
+
+// selectKey is `select`: one rule or a list of rules.
+type selectKey []string
+
+func (s *selectKey) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		*s = selectKey{n.Value}
+		return nil
+	case yaml.SequenceNode:
+		var l []string
+		if err := n.Decode(&l); err != nil {
+			return err
+		}
+		*s = l
+		return nil
+	}
+	return errors.New("must be a rule or a list of rules")
+}
+
+// Chain returns the selection rules in order: the `select` list, or the one
+// rule `select` names.
+func (c Config) Chain() []string {
+	if len(c.SelectChain) > 0 {
+		return c.SelectChain
+	}
+	return []string{c.Select}
 }
 
 // AttemptPlan is one entry of a list under `attempts`. Empty fields take the
@@ -420,12 +477,48 @@ func (fc *fileConfig) apply(cfg *Config, cerr *ConfigError) {
 	if fc.Hints != nil {
 		cfg.Hints = fc.Hints
 	}
-	if fc.Select != nil {
-		switch *fc.Select {
-		case SelectSmallestPatch, SelectFewestFiles:
-			cfg.Select = *fc.Select
+	if fc.Score != nil {
+		switch {
+		case strings.TrimSpace(fc.Score.Command) == "":
+			bad("score: needs a command")
+		case fc.Score.Better != "lower" && fc.Score.Better != "higher":
+			bad("score: better must be lower or higher, not %q", fc.Score.Better)
 		default:
-			bad("select: must be %s or %s, not %q", SelectSmallestPatch, SelectFewestFiles, *fc.Select)
+			sc := *fc.Score
+			cfg.Score = &sc
+		}
+	}
+	if fc.ScoreRuns != nil {
+		if *fc.ScoreRuns < 1 || *fc.ScoreRuns > 20 {
+			bad("score_runs: must be 1 to 20, not %d", *fc.ScoreRuns)
+		} else {
+			cfg.ScoreRuns = *fc.ScoreRuns
+		}
+	}
+	if fc.Lint != nil {
+		cfg.Lint = *fc.Lint
+	}
+	if fc.Select != nil {
+		chain := []string(*fc.Select)
+		ok := len(chain) > 0
+		for _, rule := range chain {
+			switch {
+			case rule == SelectSmallestPatch || rule == SelectFewestFiles:
+			case rule == SelectScore && cfg.Score != nil:
+			case rule == SelectLint && strings.TrimSpace(cfg.Lint) != "":
+			case rule == SelectScore || rule == SelectLint:
+				bad("select: the %s rule needs the %s key", rule, rule)
+				ok = false
+			default:
+				bad("select: unknown rule %q (want score, smallest-patch, fewest-files or lint)", rule)
+				ok = false
+			}
+		}
+		if ok {
+			cfg.Select, cfg.SelectChain = chain[0], nil
+			if len(chain) > 1 {
+				cfg.SelectChain = chain
+			}
 		}
 	}
 }

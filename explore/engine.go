@@ -6,6 +6,7 @@ package explore
 
 import (
 	"archive/tar"
+	"math"
 	"bytes"
 	"context"
 	"errors"
@@ -110,6 +111,10 @@ type Attempt struct {
 	// AddedTests says how the test files the attempt added fared ("added 3
 	// tests, 3 pass"); empty when it added none. They never vote.
 	AddedTests string
+	// Score is the attempt's measurement by the score command (passing
+	// attempts only, when `score` is set); LintClean whether `lint` exited 0.
+	Score     *Measure
+	LintClean *bool
 	// Axis names what this attempt varies when `attempts` is a list (its
 	// label, or its agent and budget); "" otherwise.
 	Axis string
@@ -197,6 +202,8 @@ type Result struct {
 	Duration  time.Duration
 	// Baseline is what the tests reported on the base.
 	Baseline *Baseline
+	// BaseScore is the base's measurement by the score command, when set.
+	BaseScore *Measure
 }
 
 // WinningAttempt returns the winner, or nil.
@@ -323,13 +330,18 @@ func (e *Engine) Run(ctx context.Context, task Task, observe func(Progress)) (*R
 	r.mu.Lock()
 	r.progress.Baseline = r.baseline
 	r.mu.Unlock()
+	if cfg.Score != nil {
+		if r.baseScore, err = r.measureBase(ctx, base); err != nil {
+			return nil, err
+		}
+	}
 	log.Info("baseline", "format", r.baseline.Format, "passing", len(r.baseline.Passing), "failing", len(r.baseline.Failing), "hidden", len(r.baseline.Hidden))
 
 	attempts := r.attempt(ctx, base)
 	res := &Result{BaseCommit: task.BaseCommit, Attempts: attempts, Isolation: r.progress.Isolation, Backend: e.Provider.Name(),
-		Baseline: r.baseline}
+		Baseline: r.baseline, BaseScore: r.baseScore}
 	r.setPhase(PhaseSelecting)
-	res.Winner, res.Decided = Select(cfg.Select, attempts)
+	res.Winner, res.Decided = Select(cfg.Chain(), cfg.Score, attempts)
 	res.Duration = time.Since(start)
 	r.setPhase(PhaseDone)
 	log.Info("run finished", "winner", res.Winner, "decided", res.Decided, "duration", res.Duration.Round(time.Millisecond))
@@ -356,6 +368,7 @@ type runState struct {
 	hiddenPaths []string
 	baseDir     string // the base tree on the bot's side
 	baseline    *Baseline
+	baseScore   *Measure
 
 	mu       sync.Mutex // guards progress
 	progress Progress
@@ -711,12 +724,14 @@ func (r *runState) runAttempt(ctx context.Context, k int, sb sandbox.Sandbox, ba
 	return a
 }
 
-// Select picks the winner among passing attempts by the rule set in advance
-// (design doc, "Select"): smallest patch in changed lines, then fewest files,
-// then earliest finish, then lowest attempt number; with rule
-// SelectFewestFiles files come before lines. It returns 0 and "" when no
-// attempt passed, and otherwise the winner and the rule that decided, in words.
-func Select(rule string, attempts []*Attempt) (int, string) {
+// Select picks the winner among passing attempts by the rules set in
+// advance (design doc, "Select"): the chain in order (score: the better
+// median; smallest-patch: fewest changed lines; fewest-files; lint: clean
+// first), then smallest patch, fewest files, earliest finish and lowest
+// attempt number. score says whether lower or higher is better (nil when no
+// score is set). It returns 0 and "" when no attempt passed, and otherwise
+// the winner and the rule that decided, in words.
+func Select(chain []string, score *ScoreSpec, attempts []*Attempt) (int, string) {
 	var pass []*Attempt
 	for _, a := range attempts {
 		if a != nil && a.Outcome.Pass() {
@@ -728,18 +743,38 @@ func Select(rule string, attempts []*Attempt) (int, string) {
 	}
 	type key struct {
 		name string
-		of   func(*Attempt) int64
+		of   func(*Attempt) float64
 		unit string
 	}
-	lines := key{"smallest patch", func(a *Attempt) int64 { return int64(a.Patch.Lines()) }, "changed lines"}
-	files := key{"fewest files", func(a *Attempt) int64 { return int64(len(a.Patch.Changes)) }, "files"}
-	keys := []key{lines, files}
-	if rule == SelectFewestFiles {
-		keys = []key{files, lines}
+	rules := map[string]key{
+		SelectSmallestPatch: {"smallest patch", func(a *Attempt) float64 { return float64(a.Patch.Lines()) }, "changed lines"},
+		SelectFewestFiles:   {"fewest files", func(a *Attempt) float64 { return float64(len(a.Patch.Changes)) }, "files"},
+		SelectLint: {"lint", func(a *Attempt) float64 {
+			if a.LintClean != nil && *a.LintClean {
+				return 0
+			}
+			return 1
+		}, ""},
+		SelectScore: {"score", func(a *Attempt) float64 {
+			if a.Score == nil || a.Score.Err != "" {
+				return math.Inf(1)
+			}
+			if score != nil && score.Better == "higher" {
+				return -a.Score.Median
+			}
+			return a.Score.Median
+		}, "score"},
+	}
+	var keys []key
+	seen := map[string]bool{}
+	for _, name := range append(append([]string{}, chain...), SelectSmallestPatch, SelectFewestFiles) {
+		if k, ok := rules[name]; ok && !seen[name] && (name != SelectScore || score != nil) {
+			keys, seen[name] = append(keys, k), true
+		}
 	}
 	keys = append(keys,
-		key{"earliest finish", func(a *Attempt) int64 { return a.Finished.UnixNano() }, ""},
-		key{"lowest attempt number", func(a *Attempt) int64 { return int64(a.Number) }, ""})
+		key{"earliest finish", func(a *Attempt) float64 { return float64(a.Finished.UnixNano()) }, ""},
+		key{"lowest attempt number", func(a *Attempt) float64 { return float64(a.Number) }, ""})
 	sort.SliceStable(pass, func(i, j int) bool {
 		for _, k := range keys {
 			if x, y := k.of(pass[i]), k.of(pass[j]); x != y {
@@ -753,14 +788,28 @@ func Select(rule string, attempts []*Attempt) (int, string) {
 	}
 	w, second := pass[0], pass[1]
 	for _, k := range keys {
-		if x, y := k.of(w), k.of(second); x != y {
-			if k.unit != "" {
-				return w.Number, fmt.Sprintf("%s (%d %s against %d for attempt %d)", k.name, x, k.unit, y, second.Number)
-			}
-			return w.Number, fmt.Sprintf("%s (ahead of attempt %d)", k.name, second.Number)
+		x, y := k.of(w), k.of(second)
+		if x == y {
+			continue
 		}
+		switch {
+		case k.unit == "score":
+			return w.Number, fmt.Sprintf("score (%s against %s for attempt %d)", w.Score.String(), scoreText(second.Score), second.Number)
+		case k.unit != "":
+			return w.Number, fmt.Sprintf("%s (%g %s against %g for attempt %d)", k.name, x, k.unit, y, second.Number)
+		case k.name == "lint":
+			return w.Number, fmt.Sprintf("lint (clean, attempt %d is not)", second.Number)
+		}
+		return w.Number, fmt.Sprintf("%s (ahead of attempt %d)", k.name, second.Number)
 	}
 	return w.Number, "lowest attempt number"
+}
+
+func scoreText(m *Measure) string {
+	if m == nil {
+		return "no score"
+	}
+	return m.String()
 }
 
 func joinLog(res sandbox.ExecResult) []byte {

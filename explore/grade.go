@@ -427,6 +427,23 @@ func (r *runState) grade(ctx context.Context, base sandbox.Sandbox, a *Attempt) 
 	} else {
 		a.Outcome = outcome(OutcomeTestsFailed, v.text())
 	}
+	if a.Outcome.Pass() {
+		// Rules that rank passing attempts measure them in this same
+		// pristine copy.
+		if cfg.Score != nil {
+			if a.Score, err = measure(ctx, g, cfg); err != nil {
+				return fmt.Errorf("score: %w", err)
+			}
+		}
+		if strings.TrimSpace(cfg.Lint) != "" {
+			res, err := g.Exec(ctx, sandbox.ExecRequest{Shell: cfg.Lint, Timeout: cfg.TestTimeout})
+			if err != nil {
+				return fmt.Errorf("lint: %w", err)
+			}
+			clean := !res.TimedOut && res.ExitCode == 0
+			a.LintClean = &clean
+		}
+	}
 	if len(a.Patch.AddedTests) > 0 {
 		a.AddedTests = r.runAddedTests(ctx, base, a.Patch, t)
 	}

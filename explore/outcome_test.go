@@ -121,7 +121,7 @@ func TestSelect(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, decided := Select(tc.rule, tc.attempts)
+			got, decided := Select([]string{tc.rule}, nil, tc.attempts)
 			if got != tc.want || decided != tc.decided {
 				t.Errorf("Select = %d %q, want %d %q", got, decided, tc.want, tc.decided)
 			}

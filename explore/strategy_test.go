@@ -134,3 +134,44 @@ func TestPresetWithoutItsProgram(t *testing.T) {
 		t.Errorf("winner = %d; a missing agent must fail its attempt, not the run", res.Winner)
 	}
 }
+
+// TestScoreSelectsTheFastest: three correct attempts of different speed and
+// a wrong one that is fastest of all; the fastest correct one wins on score,
+// measured against the base.
+func TestScoreSelectsTheFastest(t *testing.T) {
+	e, _ := newEngine(t)
+	slow := func(s string) string {
+		return `printf '%s\n' 'add() { sleep ` + s + `; echo $(( $1 + $2 )); }' > calc.sh`
+	}
+	tk := strategyTask(t, `
+attempts:
+  - {agent: "`+slow("0.3")+`", label: slow}
+  - {agent: "`+slow("0.02")+`", label: fastest-correct}
+  - {agent: "`+slow("0.15")+`", label: medium}
+  - {agent: "printf '%s\n' 'add() { echo 4; }' > calc.sh", label: wrong-but-fast}
+`)
+	tk.Config.Score = &explore.ScoreSpec{Command: `s=$(date +%s%N); . ./calc.sh; add 1 2 >/dev/null; echo $(( ($(date +%s%N) - s) / 1000000 ))`, Better: "lower"}
+	tk.Config.ScoreRuns = 3
+	tk.Config.Select, tk.Config.SelectChain = explore.SelectScore, []string{explore.SelectScore, explore.SelectSmallestPatch}
+	res, err := e.Run(context.Background(), tk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Winner != 2 || !strings.HasPrefix(res.Decided, "score (") {
+		t.Fatalf("winner %d decided by %q", res.Winner, res.Decided)
+	}
+	if a := res.Attempts[3]; a.Outcome.Kind != explore.OutcomeTestsFailed || a.Score != nil {
+		t.Errorf("the wrong attempt: %s, score %v", a.Outcome.Text, a.Score)
+	}
+	for _, a := range res.Attempts[:3] {
+		if a.Score == nil || a.Score.Err != "" || len(a.Score.Runs) != 3 {
+			t.Errorf("attempt %d score = %+v", a.Number, a.Score)
+		}
+	}
+	if res.Attempts[0].Score.Median <= res.Attempts[1].Score.Median {
+		t.Errorf("slow %v <= fastest %v", res.Attempts[0].Score, res.Attempts[1].Score)
+	}
+	if res.BaseScore == nil || res.BaseScore.Err != "" {
+		t.Errorf("base score = %+v", res.BaseScore)
+	}
+}

@@ -157,6 +157,12 @@ func renderScorecard(runID int64, runURL string, req runRequest, cfg explore.Con
 			grading = fmtDuration(a.GradeDuration)
 		}
 		text := a.Outcome.Text
+		if a.Score != nil {
+			text += " · score " + a.Score.String()
+		}
+		if a.LintClean != nil {
+			text += map[bool]string{true: " · lint clean", false: " · lint not clean"}[*a.LintClean]
+		}
 		if a.AddedTests != "" {
 			text += " · " + a.AddedTests + " (new tests do not vote)"
 		}
@@ -177,6 +183,9 @@ func renderScorecard(runID int64, runURL string, req runRequest, cfg explore.Con
 	b.WriteString(isolationWarning(res.Isolation))
 	if line := baselineLine(res.Baseline); line != "" {
 		b.WriteString(line + "\n\n")
+	}
+	if res.BaseScore != nil && cfg.Score != nil {
+		fmt.Fprintf(&b, "Score (`%s`, %s is better, median of %d runs): the base scores %s.\n\n", cfg.Score.Command, cfg.Score.Better, cfg.ScoreRuns, res.BaseScore.String())
 	}
 	b.WriteString("A pass means: the attempt changed no existing test, no test configuration and no protected path; its patch, without any test file it added, was applied to a fresh copy of the base together with the hidden tests; and there every test of the base and every hidden test was reported as run and passed, in time and without network.\n")
 	if cfg.HiddenTests != "" {
@@ -223,6 +232,14 @@ func renderPRBody(runID int64, req runRequest, cfg explore.Config, res *explore.
 	var b strings.Builder
 	fmt.Fprintf(&b, "Fixes #%d\n\n", req.Issue)
 	fmt.Fprintf(&b, "bestofn ran %d attempts on this issue; **attempt %d** won (%s).\n\n", len(res.Attempts), w.Number, res.Decided)
+	if w.Score != nil && cfg.Score != nil {
+		if vs := w.Score.Versus(res.BaseScore, cfg.Score.Better); vs != "" {
+			fmt.Fprintf(&b, "Score (`%s`): %s against the base.\n\n", cfg.Score.Command, vs)
+		}
+	}
+	if w.Axis != "" {
+		fmt.Fprintf(&b, "Winning attempt: **%s**\n\n", w.Axis)
+	}
 	if strings.TrimSpace(w.Hint) != "" {
 		fmt.Fprintf(&b, "Winning hint: _%s_\n\n", w.Hint)
 	} else {

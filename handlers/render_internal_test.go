@@ -47,3 +47,19 @@ func TestScorecardStaysUnderLimit(t *testing.T) {
 		t.Errorf("test logs are shown although hidden tests are configured")
 	}
 }
+
+func TestPRBodyStatesTheScoreChange(t *testing.T) {
+	win := &explore.Attempt{Number: 2, Hint: "h", Axis: "fast", Outcome: explore.Outcome{Kind: explore.OutcomePass, Text: "pass"},
+		Score: &explore.Measure{Median: 0.41, Spread: 0.02, Runs: []float64{0.4, 0.41, 0.42}}}
+	res := &explore.Result{Winner: 2, Decided: "score", Attempts: []*explore.Attempt{win},
+		BaseScore: &explore.Measure{Median: 1.84, Runs: []float64{1.84}}}
+	cfg := explore.Config{Test: "t", Score: &explore.ScoreSpec{Command: "python3 bench.py", Better: "lower"}, ScoreRuns: 3}
+	body := renderPRBody(1, runRequest{Issue: 4}, cfg, res)
+	if !strings.Contains(body, "1.84 → 0.41 (4.5× better)") || !strings.Contains(body, "**fast**") {
+		t.Errorf("PR body:\n%s", body)
+	}
+	card := renderScorecard(1, "", runRequest{Issue: 4}, cfg, res)
+	if !strings.Contains(card, "score 0.41 ±0.02") || !strings.Contains(card, "the base scores 1.84") {
+		t.Errorf("scorecard:\n%s", card)
+	}
+}
