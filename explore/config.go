@@ -16,9 +16,14 @@ import (
 // ConfigPath is where a repository keeps its bestofn configuration.
 const ConfigPath = ".github/bestofn.yml"
 
+// DefaultMaxAttempts is the server's default max_attempts (design doc:
+// "default 5, at most 10"); MaxAttempts is the most a server may allow,
+// for backends that fork that many.
+const DefaultMaxAttempts = 10
+
 // MaxAttempts is the largest number of attempts one run may have (design doc:
 // "default 5, at most 10").
-const MaxAttempts = 10
+const MaxAttempts = 50
 
 // DefaultHints are the five approach hints of the design seed, one per
 // attempt, repeated in order when there are more attempts than hints.

@@ -1,8 +1,12 @@
 package handlers
 
 import (
+	"fmt"
 	"strconv"
+
 	"strings"
+
+	"github.com/bestofn/bestofn/explore"
 )
 
 // CommandPrefix starts every command a comment can give the bot.
@@ -23,7 +27,7 @@ const (
 const Usage = "**bestofn commands**\n\n" +
 	"On an issue:\n" +
 	"- `/bestofn`: run best-of-N on this issue (the same as adding the label)\n" +
-	"- `/bestofn <k>`: run it with k attempts (1 to 10)\n\n" +
+	"- `/bestofn <k>`: run it with k attempts (1 to the bot's MAX_ATTEMPTS, 10 unless its operator raised it)\n\n" +
 	"On a pull request bestofn opened:\n" +
 	"- `/bestofn retry`: a fresh best-of-N for the issue; the result replaces the branch content\n" +
 	"- `/bestofn revise <what to change>`: a best-of-N that starts from this branch, with your words and the review comments in the prompt\n" +
@@ -96,8 +100,8 @@ func ParseCommand(body string) ParseResult {
 	}
 	verb := strings.ToLower(args[0])
 	if n, err := strconv.Atoi(verb); err == nil || isNumber(verb) {
-		if err != nil || n < 1 || n > 10 || len(args) > 1 {
-			return bad("`/bestofn <k>` takes one number of attempts from 1 to 10.")
+		if err != nil || n < 1 || n > explore.MaxAttempts || len(args) > 1 {
+			return bad(fmt.Sprintf("`/bestofn <k>` takes one number of attempts from 1 to %d (this bot's MAX_ATTEMPTS may allow fewer).", explore.MaxAttempts))
 		}
 		return ParseResult{Command: &Command{Verb: VerbRun, Attempts: n}}
 	}

@@ -2,8 +2,11 @@ package handlers
 
 import (
 	"strings"
+
 	"testing"
 	"unicode/utf8"
+
+	"github.com/bestofn/bestofn/explore"
 )
 
 func TestParseCommand(t *testing.T) {
@@ -15,10 +18,10 @@ func TestParseCommand(t *testing.T) {
 		"Plain":              {body: "/bestofn", want: &Command{Verb: VerbRun}},
 		"WithAttempts":       {body: "/bestofn 3", want: &Command{Verb: VerbRun, Attempts: 3}},
 		"LeadingBlanksCRLF":  {body: "thanks!\r\n   /bestofn 10\r\n", want: &Command{Verb: VerbRun, Attempts: 10}},
-		"TooMany":            {body: "/bestofn 11", reply: "from 1 to 10"},
-		"Zero":               {body: "/bestofn 0", reply: "from 1 to 10"},
-		"Negative":           {body: "/bestofn -2", reply: "from 1 to 10"},
-		"HugeNumber":         {body: "/bestofn 99999999999999999999", reply: "from 1 to 10"},
+		"TooMany":            {body: "/bestofn 51", reply: "from 1 to 50"},
+		"Zero":               {body: "/bestofn 0", reply: "from 1 to 50"},
+		"Negative":           {body: "/bestofn -2", reply: "from 1 to 50"},
+		"HugeNumber":         {body: "/bestofn 99999999999999999999", reply: "from 1 to 50"},
 		"NumberAndMore":      {body: "/bestofn 3 please", reply: "one number"},
 		"Retry":              {body: "/bestofn retry", want: &Command{Verb: VerbRetry}},
 		"RetryUpper":         {body: "/bestofn RETRY", want: &Command{Verb: VerbRetry}},
@@ -87,7 +90,7 @@ func FuzzParseCommand(f *testing.F) {
 		if utf8.ValidString(body) && !utf8.ValidString(r.Reply) {
 			t.Fatalf("reply is not UTF-8 for %q", body)
 		}
-		if c := r.Command; c != nil && c.Verb == VerbRun && (c.Attempts < 0 || c.Attempts > 10) {
+		if c := r.Command; c != nil && c.Verb == VerbRun && (c.Attempts < 0 || c.Attempts > explore.MaxAttempts) {
 			t.Fatalf("attempts %d", c.Attempts)
 		}
 	})

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bestofn/bestofn/handlers/handlerstest"
 	"github.com/bestofn/bestofn/store"
 )
 
@@ -393,5 +394,30 @@ func TestInstallationDeletedDropsQueuedJobs(t *testing.T) {
 	active, known, err := e.Store.InstallationActive(context.Background(), ev.Installation.ID)
 	if err != nil || !known || active {
 		t.Errorf("installation %d: active=%v known=%v err=%v", ev.Installation.ID, active, known, err)
+	}
+}
+
+// TestMoreThanTenAttempts: twelve attempts are refused under the default
+// MAX_ATTEMPTS and run when the bot allows them; on Runtime the copies are
+// forked in batches of ten, transparently.
+func TestMoreThanTenAttempts(t *testing.T) {
+	e := newEnv(t, "twelve-refused", nil)
+	e.comment(7, false, "/bestofn 12", maintainer, "OWNER")
+	e.wait()
+	if replies := e.botComments(7); len(replies) != 1 || !strings.Contains(replies[0], "at most 10") {
+		t.Errorf("replies = %q", replies)
+	}
+	e = newEnvOpts(t, handlerstest.Options{Repo: "twelve", Sandbox: "runtime", MaxAttempts: 12}, nil)
+	e.comment(7, false, "/bestofn 12", maintainer, "OWNER")
+	e.wait()
+	runs := e.runs()
+	if len(runs) != 1 || runs[0].Winner != 1 {
+		t.Fatalf("runs = %+v", runs)
+	}
+	if attempts, _ := e.Store.Attempts(context.Background(), runs[0].ID); len(attempts) != 12 {
+		t.Errorf("attempts = %d, want 12", len(attempts))
+	}
+	if n := len(e.Runtime.Sandboxes()); n != 0 {
+		t.Errorf("%d Runtime sandboxes left", n)
 	}
 }

@@ -116,6 +116,10 @@ func (s *Server) runIssue(ctx context.Context, log *slog.Logger, job *store.Job)
 		}
 		return store.JobDone, nil
 	}
+	if cfgErr == nil && (cfg.Attempts > s.opts.MaxAttempts || req.Attempts > s.opts.MaxAttempts) {
+		n := max(cfg.Attempts, req.Attempts)
+		return refuse("config_error", fmt.Sprintf("⚠️ bestofn did not start: %d attempts asked, and this bot runs at most %d per run (its MAX_ATTEMPTS).", n, s.opts.MaxAttempts))
+	}
 	if cfgErr != nil {
 		return refuse("config_error", fmt.Sprintf("⚠️ bestofn did not start: the configuration file has problems.\n\n%s\n\nFix `%s` on the default branch, then ask again.",
 			bulletConfigError(cfgErr), explore.ConfigPath))

@@ -43,6 +43,9 @@ type Options struct {
 	Log     *slog.Logger
 	// Workers is how many jobs run at once (default 2).
 	Workers int
+	// MaxAttempts caps the attempts of one run (MAX_ATTEMPTS; default
+	// explore.DefaultMaxAttempts, at most explore.MaxAttempts).
+	MaxAttempts int
 	// DefaultAgent is the agent command used when a repository's
 	// configuration names none; AgentFiles go with it into each attempt copy
 	// (at /bestofn/agent) and AgentEnv into its environment (model keys).
@@ -89,6 +92,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = 2
+	}
+	if opts.MaxAttempts <= 0 || opts.MaxAttempts > explore.MaxAttempts {
+		opts.MaxAttempts = explore.DefaultMaxAttempts
 	}
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bestofn/bestofn/explore"
 	"github.com/bestofn/bestofn/github"
 	"github.com/bestofn/bestofn/handlers"
 	"github.com/bestofn/bestofn/sandbox"
@@ -47,6 +48,7 @@ Configured by environment variables:
   BESTOFN_AGENT         agent command for repositories whose config names none
   PUBLIC_URL            where the bot is reachable; comments then link run pages
   WORKERS               runs at once (default 2)
+  MAX_ATTEMPTS          most attempts one run may ask for (default 10, up to 50)
   ALLOW_UNISOLATED      1 lets attempts run without bubblewrap
   ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY, GOOGLE_API_KEY, OPENROUTER_API_KEY
                         passed to the agent step only
@@ -75,6 +77,7 @@ type serveConfig struct {
 	AgentEnv        map[string]string
 	PublicURL       string
 	Workers         int
+	MaxAttempts     int
 }
 
 // loadServeConfig reads and checks the environment. Its error names every
@@ -177,6 +180,13 @@ func loadServeConfig(getenv func(string) string) (serveConfig, error) {
 		}
 		c.Workers = n
 	}
+	if v := getenv("MAX_ATTEMPTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > explore.MaxAttempts {
+			problems = append(problems, fmt.Sprintf("MAX_ATTEMPTS must be 1 to %d", explore.MaxAttempts))
+		}
+		c.MaxAttempts = n
+	}
 	if len(problems) == 0 {
 		if _, err := github.New(github.Config{AppID: c.AppID, PrivateKey: c.PrivateKey, BaseURL: c.APIURL}); err != nil {
 			problems = append(problems, err.Error())
@@ -222,7 +232,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	defer db.Close()
 	srv, err := handlers.New(handlers.Options{
 		Secret: cfg.WebhookSecret, Store: db, GitHub: app, Provider: provider, DataDir: cfg.DataDir, Log: log,
-		Workers: cfg.Workers, DefaultAgent: cfg.Agent, AgentEnv: cfg.AgentEnv, PublicURL: cfg.PublicURL,
+		Workers: cfg.Workers, MaxAttempts: cfg.MaxAttempts, DefaultAgent: cfg.Agent, AgentEnv: cfg.AgentEnv, PublicURL: cfg.PublicURL,
 	})
 	if err != nil {
 		return err

@@ -60,6 +60,8 @@ type Options struct {
 	Workers int
 	// ForceCopy and ForceUnisolated are passed to the local sandbox backend.
 	ForceCopy, ForceUnisolated bool
+	// MaxAttempts is the bot's MAX_ATTEMPTS (0: the default).
+	MaxAttempts int
 	// Sandbox is the backend: "local" (the default) or "runtime", Runtime's
 	// API served in process by runtimetest on top of the local backend.
 	Sandbox string
@@ -172,7 +174,7 @@ func Start(ctx context.Context, opts Options) (b *Bot, err error) {
 	b.URL = "http://" + ln.Addr().String()
 	srv, err := handlers.New(handlers.Options{
 		Secret: []byte(Secret), Store: b.Store, GitHub: app, Provider: b.Provider, DataDir: b.DataDir, Log: opts.Log,
-		Workers: opts.Workers, DefaultAgent: ScriptedAgent, AgentFiles: agents, PublicURL: b.URL,
+		Workers: opts.Workers, MaxAttempts: opts.MaxAttempts, DefaultAgent: ScriptedAgent, AgentFiles: agents, PublicURL: b.URL,
 	})
 	if err != nil {
 		ln.Close()
