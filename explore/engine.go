@@ -119,8 +119,10 @@ type Attempt struct {
 	// label, or its agent and budget); "" otherwise.
 	Axis string
 	// ModelCostMicros is what the agent reported its model calls cost, in
-	// microdollars (Claude Code's JSON total_cost_usd), 0 when it did not say.
+	// microdollars (Claude Code's total_cost_usd, aider's session cost), 0
+	// when it did not say; ModelTokens the tokens it reported using (codex).
 	ModelCostMicros int64
+	ModelTokens     int64
 	// CostMicros is what the attempt's copy cost, in microdollars: the
 	// backend's charge when it reports one (Runtime's chargedMicros), else
 	// an estimate (CostEstimated) from CPU time and memory × time at
@@ -153,22 +155,40 @@ func agentFailure(res sandbox.ExecResult) string {
 	return fmt.Sprintf("exit %d", res.ExitCode)
 }
 
-// totalCostUSD finds the cost an agent reports in its JSON output (Claude
-// Code's --output-format json has "total_cost_usd").
-var totalCostUSD = regexp.MustCompile(`"total_cost_usd"\s*:\s*([0-9]+(?:\.[0-9]+)?)`)
+// The cost and usage agents report about themselves: Claude Code's JSON
+// output has "total_cost_usd", aider prints "Cost: $0.01 message, $0.12
+// session.", codex prints "tokens used: 12,345".
+var (
+	totalCostUSD = regexp.MustCompile(`"total_cost_usd"\s*:\s*([0-9]+(?:\.[0-9]+)?)`)
+	aiderCost    = regexp.MustCompile(`Cost: \$[0-9.]+ message, \$([0-9]+(?:\.[0-9]+)?) session`)
+	tokensUsed   = regexp.MustCompile(`(?i)tokens used:?\s*([0-9][0-9,]*)`)
+)
 
 // modelCost returns the last cost the agent's output reports, in
 // microdollars, or 0.
-func modelCost(stdout []byte) int64 {
-	m := totalCostUSD.FindAllSubmatch(stdout, -1)
+func modelCost(out []byte) int64 {
+	for _, re := range []*regexp.Regexp{totalCostUSD, aiderCost} {
+		m := re.FindAllSubmatch(out, -1)
+		if len(m) == 0 {
+			continue
+		}
+		usd, err := strconv.ParseFloat(string(m[len(m)-1][1]), 64)
+		if err != nil || usd < 0 || usd > 1e6 {
+			return 0
+		}
+		return int64(usd*1e6 + 0.5)
+	}
+	return 0
+}
+
+// modelTokens returns the token count the agent's output reports last, or 0.
+func modelTokens(out []byte) int64 {
+	m := tokensUsed.FindAllSubmatch(out, -1)
 	if len(m) == 0 {
 		return 0
 	}
-	usd, err := strconv.ParseFloat(string(m[len(m)-1][1]), 64)
-	if err != nil || usd < 0 || usd > 1e6 {
-		return 0
-	}
-	return int64(usd*1e6 + 0.5)
+	n, _ := strconv.ParseInt(strings.ReplaceAll(string(m[len(m)-1][1]), ",", ""), 10, 64)
+	return n
 }
 
 // costReporter is a sandbox that knows what it was charged.
@@ -676,7 +696,7 @@ func (r *runState) runAttempt(ctx context.Context, k int, sb sandbox.Sandbox, ba
 		return fail(fmt.Errorf("run agent: %w", err))
 	}
 	a.AgentExit, a.AgentDuration, a.AgentLog = res.ExitCode, res.Duration, joinLog(res)
-	a.ModelCostMicros = modelCost(res.Stdout)
+	a.ModelCostMicros, a.ModelTokens = modelCost(a.AgentLog), modelTokens(a.AgentLog)
 	log.Info("agent finished", "exit", res.ExitCode, "timed_out", res.TimedOut, "duration", res.Duration.Round(time.Millisecond))
 
 	// The patch is taken even from a failed agent, so the scorecard can show

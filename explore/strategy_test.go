@@ -175,3 +175,22 @@ attempts:
 		t.Errorf("base score = %+v", res.BaseScore)
 	}
 }
+
+func TestAgentReportsCostOrTokens(t *testing.T) {
+	e, _ := newEngine(t)
+	tk := strategyTask(t, `
+attempts:
+  - {agent: "echo 'Tokens: 12k sent, 1.2k received. Cost: $0.01 message, $0.12 session.'", label: aider}
+  - {agent: "echo 'tokens used: 12,345'", label: codex}
+`)
+	res, err := e.Run(context.Background(), tk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := res.Attempts[0]; a.ModelCostMicros != 120000 {
+		t.Errorf("aider's session cost = %d µ$", a.ModelCostMicros)
+	}
+	if a := res.Attempts[1]; a.ModelTokens != 12345 || a.ModelCostMicros != 0 {
+		t.Errorf("codex: tokens %d, cost %d", a.ModelTokens, a.ModelCostMicros)
+	}
+}

@@ -166,6 +166,9 @@ func renderScorecard(runID int64, runURL string, req runRequest, cfg explore.Con
 		if a.AddedTests != "" {
 			text += " · " + a.AddedTests + " (new tests do not vote)"
 		}
+		if a.ModelTokens > 0 && a.ModelCostMicros == 0 {
+			text += fmt.Sprintf(" · %d model tokens", a.ModelTokens)
+		}
 		total += a.CostMicros + a.ModelCostMicros
 		estimated = estimated || a.CostEstimated
 		hint := hintText(a.Hint)
