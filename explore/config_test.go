@@ -59,7 +59,7 @@ func TestParseConfig(t *testing.T) {
 			},
 		},
 		"UnknownKeysAllNamed":   {file: "attempt: 3\ntimeout: 5\nlabel: x\n", unknown: []string{"attempt", "timeout"}},
-		"BadValuesAllNamed":     {file: "attempts: 11\nagent_timeout: soon\ntests: 3\nselect: random\nhidden_tests: ../x\n", invalid: 5},
+		"BadValuesAllNamed":     {file: "attempts: 51\nagent_timeout: soon\ntests: 3\nselect: random\nhidden_tests: ../x\n", invalid: 5},
 		"UnknownAndBad":         {file: "attempts: 0\nfoo: 1\n", unknown: []string{"foo"}, invalid: 1},
 		"EmptyFile":             {file: "\n# nothing\n", check: func(t *testing.T, c Config) {}},
 		"NotAMapping":           {file: "- a\n- b\n", invalid: 1},

@@ -42,7 +42,7 @@ parallel: 2
 	for name, bad := range map[string]string{
 		"UnknownKey":   "attempts: [{hint: a, model: b}]",
 		"NotAMapping":  "attempts: [a, b]",
-		"TooMany":      "attempts: [{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}]",
+		"TooMany":      "attempts: [" + strings.Repeat("{}, ", explore.MaxAttempts) + "{}]",
 		"BadBudget":    "attempts: [{budget: soon}]",
 		"NegativeCost": "budget_usd: -1",
 		"Parallel":     "parallel: 0",
