@@ -658,6 +658,18 @@ func (c Config) AgentFor(k int) (string, time.Duration) {
 	return ExpandAgent(agent), timeout
 }
 
+// Choices returns what attempt k's plan sets: its agent (as written: a
+// preset name or a command) and budget, "" for what it leaves to the run.
+func (c Config) Choices(k int) (agent, budget string) {
+	if p := c.plan(k); p != nil {
+		if p.Budget > 0 {
+			budget = time.Duration(p.Budget).String()
+		}
+		return p.Agent, budget
+	}
+	return "", ""
+}
+
 // Axis names what attempt k varies, for the scorecard and stats: its plan's
 // label, else its agent and budget when the plan sets them; "" without a plan.
 func (c Config) Axis(k int) string {

@@ -116,8 +116,9 @@ type Attempt struct {
 	Score     *Measure
 	LintClean *bool
 	// Axis names what this attempt varies when `attempts` is a list (its
-	// label, or its agent and budget); "" otherwise.
-	Axis string
+	// label, or its agent and budget); "" otherwise. Agent and Budget are
+	// the plan's own choices ("" when it leaves them to the run).
+	Axis, Agent, Budget string
 	// ModelCostMicros is what the agent reported its model calls cost, in
 	// microdollars (Claude Code's total_cost_usd, aider's session cost), 0
 	// when it did not say; ModelTokens the tokens it reported using (codex).
@@ -643,6 +644,7 @@ func (r *runState) attempt(ctx context.Context, base sandbox.Sandbox) []*Attempt
 func (r *runState) runAttempt(ctx context.Context, k int, sb sandbox.Sandbox, base sandbox.Sandbox) *Attempt {
 	cfg := r.task.Config
 	a := &Attempt{Number: k, Hint: cfg.Hint(k), Axis: cfg.Axis(k), AgentExit: -1}
+	a.Agent, a.Budget = cfg.Choices(k)
 	agent, agentTimeout := cfg.AgentFor(k)
 	log := r.log.With("attempt", k)
 	stopped := false

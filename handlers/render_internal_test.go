@@ -59,7 +59,7 @@ func TestPRBodyStatesTheScoreChange(t *testing.T) {
 		t.Errorf("PR body:\n%s", body)
 	}
 	card := renderScorecard(1, "", runRequest{Issue: 4}, cfg, res)
-	if !strings.Contains(card, "score 0.41 ±0.02") || !strings.Contains(card, "the base scores 1.84") {
+	if !strings.Contains(card, "score 0.41 ±0.02") || !strings.Contains(card, "the base scores 1.84") || !strings.Contains(card, "| 2 🏆 | **fast** · h |") {
 		t.Errorf("scorecard:\n%s", card)
 	}
 }

@@ -380,7 +380,7 @@ func attemptRow(runID int64, a *explore.Attempt) *store.Attempt {
 		deleted += c.Deleted
 	}
 	detail, _ := json.Marshal(map[string]any{
-		"paths": a.Outcome.Paths, "changes": a.Patch.Changes, "axis": a.Axis, "model_cost_micros": a.ModelCostMicros, "model_tokens": a.ModelTokens,
+		"paths": a.Outcome.Paths, "changes": a.Patch.Changes, "axis": a.Axis, "agent": a.Agent, "budget": a.Budget, "model_cost_micros": a.ModelCostMicros, "model_tokens": a.ModelTokens,
 		"agent_log": string(a.AgentLog), "test_log": string(a.TestLog),
 	})
 	return &store.Attempt{

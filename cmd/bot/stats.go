@@ -28,24 +28,26 @@ type statsReport struct {
 	total  int64 // microdollars over every attempt
 }
 
-// computeStats aggregates attempt records: per hint and per attempt axis
-// (agent, budget or label), how often the choice ran, passed and won and what
+// computeStats aggregates attempt records: per hint, per agent, per budget
+// and per attempt label (the axis), how often the choice ran, passed and won and what
 // it cost; and the cost per solved issue, total cost over runs whose pull
 // request was merged.
 func computeStats(recs []store.AttemptRecord) statsReport {
-	r := statsReport{byAxis: map[string]map[string]*choiceStats{"hint": {}, "axis": {}}}
+	r := statsReport{byAxis: map[string]map[string]*choiceStats{"hint": {}, "agent": {}, "budget": {}, "axis": {}}}
 	runs := map[int64]string{}
 	for _, a := range recs {
 		runs[a.RunID] = a.PROutcome
 		var d struct {
-			Axis string `json:"axis"`
+			Axis   string `json:"axis"`
+			Agent  string `json:"agent"`
+			Budget string `json:"budget"`
 		}
 		_ = json.Unmarshal([]byte(a.Detail), &d)
 		hint := a.Hint
 		if hint == "" {
 			hint = "(no hint)"
 		}
-		for kind, choice := range map[string]string{"hint": hint, "axis": d.Axis} {
+		for kind, choice := range map[string]string{"hint": hint, "agent": d.Agent, "budget": d.Budget, "axis": d.Axis} {
 			if choice == "" {
 				continue
 			}
@@ -106,7 +108,7 @@ func stats(ctx context.Context, args []string, getenv func(string) string, stdou
 	} else {
 		fmt.Fprintf(stdout, "cost per solved issue: n/a (no merged pull request yet)\n")
 	}
-	for _, kind := range []string{"hint", "axis"} {
+	for _, kind := range []string{"hint", "agent", "budget", "axis"} {
 		m := r.byAxis[kind]
 		if len(m) == 0 {
 			continue

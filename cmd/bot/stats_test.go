@@ -42,7 +42,7 @@ func TestStats(t *testing.T) {
 		db.UpdateRun(ctx, r)
 		for k, a := range run.atts {
 			db.SaveAttempt(ctx, &store.Attempt{RunID: r.ID, Number: k + 1, Hint: a.hint, OutcomeKind: a.kind, CostMicros: a.cost,
-				Detail: `{"axis":"` + a.axis + `"}`})
+				Detail: `{"axis":"` + a.axis + `","agent":"` + a.axis + `-agent","budget":"10m0s"}`})
 		}
 		if run.pr != 0 {
 			outcome := "closed"
@@ -66,6 +66,8 @@ func TestStats(t *testing.T) {
 		"(no hint)   1    0       0    $0.2000",
 		"opus    3    2       1    $0.6000",
 		"sonnet  3    1       1    $0.4000",
+		"opus-agent    3    2       1    $0.6000",
+		"by budget:\nchoice  ran  passed  won  cost\n10m0s   6    3       2    $1.0000",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("stats output lacks %q:\n%s", want, got)
