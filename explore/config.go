@@ -254,6 +254,9 @@ type AttemptPlan struct {
 	Agent string  `yaml:"agent" json:"agent,omitempty"`
 	// Budget is the agent's time limit for this attempt.
 	Budget duration `yaml:"budget" json:"budget,omitempty"`
+	// Turns limits the agent's turns where its preset supports it
+	// (claude-code's --max-turns); it reaches any agent as BESTOFN_MAX_TURNS.
+	Turns int `yaml:"turns" json:"turns,omitempty"`
 	// Label names the attempt in the scorecard ("opus, 10 min").
 	Label string `yaml:"label" json:"label,omitempty"`
 }
@@ -275,9 +278,9 @@ func (a *attemptsKey) UnmarshalYAML(n *yaml.Node) error {
 			}
 			for j := 0; j+1 < len(item.Content); j += 2 {
 				switch k := item.Content[j].Value; k {
-				case "hint", "agent", "budget", "label":
+				case "hint", "agent", "budget", "turns", "label":
 				default:
-					return fmt.Errorf("entry %d: unknown key %q (want hint, agent, budget, label)", i+1, k)
+					return fmt.Errorf("entry %d: unknown key %q (want hint, agent, budget, turns, label)", i+1, k)
 				}
 			}
 			var p AttemptPlan
@@ -376,6 +379,9 @@ func (fc *fileConfig) apply(cfg *Config, cerr *ConfigError) {
 			for i, p := range cfg.Plan {
 				if p.Budget < 0 || time.Duration(p.Budget) > 24*time.Hour {
 					bad("attempts: entry %d: budget must be between 1s and 24h", i+1)
+				}
+				if p.Turns < 0 || p.Turns > 10000 {
+					bad("attempts: entry %d: turns must be 1 to 10000", i+1)
 				}
 			}
 		}
@@ -658,6 +664,14 @@ func (c Config) AgentFor(k int) (string, time.Duration) {
 	return ExpandAgent(agent), timeout
 }
 
+// Turns returns attempt k's turn limit, 0 for none.
+func (c Config) Turns(k int) int {
+	if p := c.plan(k); p != nil {
+		return p.Turns
+	}
+	return 0
+}
+
 // Choices returns what attempt k's plan sets: its agent (as written: a
 // preset name or a command) and budget, "" for what it leaves to the run.
 func (c Config) Choices(k int) (agent, budget string) {
@@ -686,6 +700,9 @@ func (c Config) Axis(k int) string {
 	}
 	if p.Budget > 0 {
 		parts = append(parts, time.Duration(p.Budget).String())
+	}
+	if p.Turns > 0 {
+		parts = append(parts, fmt.Sprintf("%d turns", p.Turns))
 	}
 	return strings.Join(parts, ", ")
 }

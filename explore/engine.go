@@ -692,6 +692,9 @@ func (r *runState) runAttempt(ctx context.Context, k int, sb sandbox.Sandbox, ba
 	env["BESTOFN_PROMPT_FILE"] = PromptPath
 	env["BESTOFN_HINT"] = a.Hint
 	env["BESTOFN_ATTEMPT"] = strconv.Itoa(k)
+	if turns := cfg.Turns(k); turns > 0 {
+		env["BESTOFN_MAX_TURNS"] = strconv.Itoa(turns)
+	}
 	res, err := sb.Exec(ctx, sandbox.ExecRequest{Shell: agent, Env: env, Timeout: agentTimeout, Network: true})
 	a.Finished = time.Now()
 	if err != nil {

@@ -9,9 +9,10 @@ import (
 // command: each runs its coding agent headless, non-interactive, with the
 // prompt from BESTOFN_PROMPT_FILE, editing and running commands in
 // /workspace. A missing program fails the attempt with "<program>: not
-// found; add it to setup" (exit 127), never the run.
+// found; add it to setup" (exit 127), never the run. An attempt's turn limit
+// (BESTOFN_MAX_TURNS) goes to the agents that take one (claude-code).
 var AgentPresets = map[string]string{
-	"claude-code": preset("claude", `claude -p "$(cat "$BESTOFN_PROMPT_FILE")" --permission-mode acceptEdits --allowedTools "Read,Edit,Write,Glob,Grep,Bash" --output-format json`),
+	"claude-code": preset("claude", `claude -p "$(cat "$BESTOFN_PROMPT_FILE")" --permission-mode acceptEdits --allowedTools "Read,Edit,Write,Glob,Grep,Bash" --output-format json ${BESTOFN_MAX_TURNS:+--max-turns "$BESTOFN_MAX_TURNS"}`),
 	"codex":       preset("codex", `codex exec --full-auto --skip-git-repo-check "$(cat "$BESTOFN_PROMPT_FILE")"`),
 	"aider":       preset("aider", `aider --yes-always --no-auto-commits --no-gitignore --message-file "$BESTOFN_PROMPT_FILE"`),
 	"gemini":      preset("gemini", `gemini --yolo -p "$(cat "$BESTOFN_PROMPT_FILE")"`),

@@ -15,7 +15,7 @@ agent: ./default-agent.sh
 agent_timeout: 5m
 attempts:
   - {hint: "Be brief.", label: quick}
-  - {agent: claude-code, budget: 10m}
+  - {agent: claude-code, budget: 10m, turns: 30}
   - {}
 stop_early: true
 budget_usd: 2.5
@@ -36,7 +36,10 @@ parallel: 2
 	if a, d := cfg.AgentFor(2); !strings.Contains(a, "claude -p") || !strings.Contains(a, "not found; add it to setup") || d != 10*time.Minute {
 		t.Errorf("attempt 2 agent = %q %s", a, d)
 	}
-	if cfg.Axis(1) != "quick" || cfg.Axis(2) != "claude-code, 10m0s" || cfg.Axis(3) != "" {
+	if !strings.Contains(explore.AgentPresets["claude-code"], `--max-turns "$BESTOFN_MAX_TURNS"`) || cfg.Turns(2) != 30 {
+		t.Errorf("turns: preset %q, attempt 2 %d", explore.AgentPresets["claude-code"], cfg.Turns(2))
+	}
+	if cfg.Axis(1) != "quick" || cfg.Axis(2) != "claude-code, 10m0s, 30 turns" || cfg.Axis(3) != "" {
 		t.Errorf("axes = %q %q %q", cfg.Axis(1), cfg.Axis(2), cfg.Axis(3))
 	}
 	for name, bad := range map[string]string{
@@ -192,5 +195,21 @@ attempts:
 	}
 	if a := res.Attempts[1]; a.ModelTokens != 12345 || a.ModelCostMicros != 0 {
 		t.Errorf("codex: tokens %d, cost %d", a.ModelTokens, a.ModelCostMicros)
+	}
+}
+
+// TestTurnsReachTheAgent: an attempt's turn limit is in its environment.
+func TestTurnsReachTheAgent(t *testing.T) {
+	e, _ := newEngine(t)
+	tk := strategyTask(t, `attempts: [{agent: "echo $BESTOFN_MAX_TURNS > turns.txt", turns: 7}, {agent: "echo ${BESTOFN_MAX_TURNS:-none} > turns.txt"}]`)
+	res, err := e.Run(context.Background(), tk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := string(res.Attempts[0].Patch.Diff); !strings.Contains(d, "+7") {
+		t.Errorf("attempt 1 patch:\n%s", d)
+	}
+	if d := string(res.Attempts[1].Patch.Diff); !strings.Contains(d, "+none") {
+		t.Errorf("attempt 2 patch:\n%s", d)
 	}
 }
