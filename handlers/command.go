@@ -59,27 +59,43 @@ type ParseResult struct {
 }
 
 // ParseCommand reads a comment body. A command is a line that starts with
-// CommandPrefix as a whole word (leading blanks allowed; quoted lines and
-// fenced code blocks do not count). A comment with no command is ignored;
+// CommandPrefix as a whole word (up to three leading blanks; quoted lines,
+// fenced or indented code, HTML comments and <pre> blocks do not count). A comment with no command is ignored;
 // two commands, an unknown verb or bad arguments get a reply with the usage.
 // It never panics, whatever the input.
 func ParseCommand(body string) ParseResult {
 	lines := strings.Split(strings.ReplaceAll(body, "\r\n", "\n"), "\n")
 	var found []int
 	fence := ""
+	hidden := "" // the closing tag of an HTML comment or <pre> block
 	for i, line := range lines {
 		t := strings.TrimLeft(line, " \t")
+		if hidden != "" {
+			if strings.Contains(line, hidden) {
+				hidden = ""
+			}
+			continue
+		}
 		if f := fenceOf(t); f != "" {
 			switch {
 			case fence == "":
 				fence = f
-			case strings.HasPrefix(f, fence[:1]) && len(f) >= len(fence):
+			case strings.HasPrefix(f, fence[:1]) && len(f) >= len(fence) && strings.TrimSpace(t[len(f):]) == "":
+				// A closing fence has no info string.
 				fence = ""
 			}
 			continue
 		}
 		if fence != "" {
 			continue
+		}
+		for open, closing := range map[string]string{"<!--": "-->", "<pre": "</pre>"} {
+			if strings.HasPrefix(t, open) && !strings.Contains(t[len(open):], closing) {
+				hidden = closing
+			}
+		}
+		if hidden != "" || strings.HasPrefix(t, "<!--") || strings.HasPrefix(line, "    ") || strings.HasPrefix(line, "\t") {
+			continue // GitHub shows these as comments or code, not as text
 		}
 		if rest, ok := strings.CutPrefix(t, CommandPrefix); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
 			found = append(found, i)

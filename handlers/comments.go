@@ -127,6 +127,11 @@ func (s *Server) decideIssueComment(ctx context.Context, body []byte) (decision,
 		if err != nil {
 			return decision{}, fmt.Errorf("look up pull request: %w", err)
 		}
+		if outcome, err := s.opts.Store.PROutcome(ctx, run.ID); err != nil {
+			return decision{}, fmt.Errorf("look up pull request: %w", err)
+		} else if outcome != "" && cmd.Verb != VerbStatus {
+			return replyJob("-1", fmt.Sprintf("This pull request was %s; bestofn takes no more commands here. Start a new run on #%d with `/bestofn`.", outcome, run.Issue))
+		}
 		issue, pr = run.Issue, number
 	} else if cmd.Verb == VerbRetry || cmd.Verb == VerbRevise || cmd.Verb == VerbPick {
 		return replyJob("-1", fmt.Sprintf("`/bestofn %s` works on a pull request bestofn opened; on an issue, use `/bestofn` or `/bestofn <k>`.", cmd.Verb))
@@ -151,7 +156,10 @@ func (s *Server) decideIssueComment(ctx context.Context, body []byte) (decision,
 		if err != nil {
 			return decision{}, err
 		}
-		return decision{job: j, exclusive: true, busy: busyReply(j, owner, name, number, commentID)}, nil
+		// Only a likely maintainer (by author_association) takes the issue's
+		// run lock at once, so a drive-by comment cannot hold it; the others
+		// are checked by the job, which takes the lock then.
+		return decision{job: j, exclusive: likelyWriter[req.Association], busy: busyReply(j, owner, name, number, commentID)}, nil
 	}
 	j, err := jobOf(JobCommand, inst, repo, issue, commandRequest{
 		Owner: owner, Name: name, DefaultBranch: ev.Repo.GetDefaultBranch(), CloneURL: ev.Repo.GetCloneURL(),

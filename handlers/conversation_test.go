@@ -421,3 +421,97 @@ func TestMoreThanTenAttempts(t *testing.T) {
 		t.Errorf("%d Runtime sandboxes left", n)
 	}
 }
+
+// TestReviewFindings covers what a security review found in the
+// conversation: read-only members, unrelated labels, closed pull requests,
+// and cancel behind busy workers.
+func TestReviewFindings(t *testing.T) {
+	t.Run("ReadOnlyMemberRefused", func(t *testing.T) {
+		e := newEnv(t, "member", nil)
+		e.GitHub.SetPermission(e.Repo, "member-reader", "read")
+		e.comment(7, false, "/bestofn", "member-reader", "MEMBER")
+		e.wait()
+		if len(e.runs()) != 0 {
+			t.Errorf("a read-only organisation member started a run")
+		}
+		if r := e.botComments(7); len(r) != 1 || !strings.Contains(r[0], "write access") {
+			t.Errorf("replies = %q", r)
+		}
+	})
+	t.Run("UnrelatedLabelDoesNotSwallowTheRun", func(t *testing.T) {
+		e := newEnv(t, "labels", nil)
+		bug := e.labeled("bug", maintainer)
+		ours := e.labeled("bestofn", maintainer)
+		e.post("issues", "bug", bug, sign(bug, secret))
+		e.post("issues", "ours", ours, sign(ours, secret))
+		e.wait()
+		if runs := e.runs(); len(runs) != 1 || runs[0].Winner != 1 {
+			t.Errorf("runs = %+v, want the bestofn label's run", runs)
+		}
+		for _, c := range e.botComments(7) {
+			if strings.Contains(c, "already in progress") {
+				t.Errorf("busy reply: %s", c)
+			}
+		}
+	})
+	t.Run("NoCommandsOnAClosedPR", func(t *testing.T) {
+		e := newEnv(t, "closedpr", nil)
+		body := e.labeled("bestofn", maintainer)
+		e.post("issues", "l", body, sign(body, secret))
+		e.wait()
+		pr := e.GitHub.Pulls(e.Repo)[0]
+		closed, _ := e.PullRequestClosed(pr.Number, "bestofn/issue-7", false)
+		e.post("pull_request", "closed", closed, sign(closed, secret))
+		e.wait()
+		e.comment(pr.Number, true, "/bestofn retry", maintainer, "OWNER")
+		e.wait()
+		if r := e.botComments(pr.Number); !strings.Contains(r[len(r)-1], "was closed") {
+			t.Errorf("retry on a closed PR: %q", r[len(r)-1])
+		}
+		if len(e.runs()) != 1 || len(e.GitHub.Pulls(e.Repo)) != 1 {
+			t.Errorf("a closed PR's retry ran or opened a pull request")
+		}
+	})
+	t.Run("CancelDoesNotWaitBehindRuns", func(t *testing.T) {
+		e := newEnvOpts(t, handlerstest.Options{Repo: "busy", Workers: 1}, func(dir string) {
+			os.WriteFile(filepath.Join(dir, ".github", "bestofn.yml"), []byte(
+				"attempts: 1\nagent: sleep 120\ntest: python3 -m unittest discover -s tests -t . -v\ntests: [\"tests/**\"]\n"), 0o644)
+		})
+		e.comment(7, false, "/bestofn", maintainer, "OWNER")
+		deadline := time.Now().Add(time.Minute)
+		for len(e.runs()) == 0 || e.runs()[0].Status != store.RunAttempting {
+			if time.Now().After(deadline) {
+				t.Fatal("the run did not start")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		e.comment(7, false, "/bestofn cancel", maintainer, "OWNER")
+		e.wait()
+		if r := e.runs()[0]; r.Status != store.RunCancelled {
+			t.Errorf("run = %s, want cancelled while the only worker ran it", r.Status)
+		}
+	})
+	t.Run("AgentChosenPathsStayText", func(t *testing.T) {
+		e := newEnv(t, "inject", func(dir string) {
+			os.WriteFile(filepath.Join(dir, ".github", "bestofn.yml"), []byte(
+				"attempts: 1\nagent: mkdir -p .github && echo x > '.github/x<b>y [a](https:evil.example) @octo-org'\ntest: python3 -m unittest discover -s tests -t . -v\ntests: [\"tests/**\"]\n"), 0o644)
+		})
+		e.comment(7, false, "/bestofn", maintainer, "OWNER")
+		e.wait()
+		var rows []string
+		for _, c := range e.botComments(7) {
+			for _, l := range strings.Split(c, "\n") {
+				if strings.HasPrefix(l, "|") {
+					rows = append(rows, l)
+				}
+			}
+		}
+		all := strings.Join(rows, "\n")
+		if !strings.Contains(all, "touched protected path") {
+			t.Fatalf("rows:\n%s", all)
+		}
+		if strings.Contains(all, "<b>") || strings.Contains(all, "[a](") || strings.Contains(all, " @octo-org") {
+			t.Errorf("agent-chosen path reached a table as markup:\n%s", all)
+		}
+	})
+}

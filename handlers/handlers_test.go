@@ -47,7 +47,7 @@ func newEnvOpts(t testing.TB, opts handlerstest.Options, edit func(dir string)) 
 	t.Helper()
 	b, err := handlerstest.Start(context.Background(), handlerstest.Options{
 		Repo: opts.Repo, DataDir: t.TempDir(), ForceCopy: opts.ForceCopy, ForceUnisolated: opts.ForceUnisolated, Sandbox: opts.Sandbox,
-		MaxAttempts: opts.MaxAttempts,
+		MaxAttempts: opts.MaxAttempts, Workers: opts.Workers,
 		Edit: func(dir string) error {
 			if edit != nil {
 				edit(dir)

@@ -7,6 +7,7 @@ import (
 
 	gogithub "github.com/google/go-github/v66/github"
 
+	"github.com/bestofn/bestofn/explore"
 	"github.com/bestofn/bestofn/store"
 )
 
@@ -110,7 +111,10 @@ func decideIssues(body []byte) (decision, error) {
 		return decision{}, err
 	}
 	job := &store.Job{Kind: JobRun, InstallationID: ev.GetInstallation().GetID(), Repo: req.repo(), Issue: req.Issue, Payload: payload}
-	return decision{job: job, exclusive: true, busy: busyReply(job, req.Owner, req.Name, req.Issue, 0)}, nil
+	// The configured label is known only from the repository's file: only
+	// the default label takes the issue's run lock at once; others are
+	// checked by the job, which takes the lock then (see runIssue).
+	return decision{job: job, exclusive: req.Label == explore.Defaults(nil).Label, busy: busyReply(job, req.Owner, req.Name, req.Issue, 0)}, nil
 }
 
 // isBot reports whether a sender is a bot: type Bot or a login ending in "[bot]".

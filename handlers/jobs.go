@@ -16,17 +16,18 @@ import (
 	"github.com/bestofn/bestofn/store"
 )
 
-// fastWrite are the author_association values taken as write access without
-// asking GitHub (the repository's owner, its organisation's members, its
-// collaborators).
-var fastWrite = map[string]bool{"OWNER": true, "MEMBER": true, "COLLABORATOR": true}
+// likelyWriter are the author_association values of people who usually have
+// write access. They decide only whether a trigger takes the run
+// lock at intake; permission itself is always asked of GitHub, because
+// organisation members and collaborators can be read-only.
+var likelyWriter = map[string]bool{"OWNER": true, "MEMBER": true, "COLLABORATOR": true}
 
 // mayWrite reports whether login may start, revise, pick or cancel runs on
-// the repository: an author_association of OWNER, MEMBER or COLLABORATOR is a
-// fast yes; otherwise the collaborator-permission API must say write,
-// maintain or admin. It returns the role it found.
+// the repository: the owner (author_association OWNER) may; anyone else only
+// when the collaborator-permission API says write, maintain or admin. It
+// returns the role it found.
 func mayWrite(ctx context.Context, gh *github.Client, owner, name, login, association string) (bool, string, error) {
-	if fastWrite[association] {
+	if association == "OWNER" {
 		return true, association, nil
 	}
 	role, err := gh.Permission(ctx, owner, name, login)

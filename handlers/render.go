@@ -315,9 +315,12 @@ func hintText(h string) string {
 	return h
 }
 
-// cell makes text safe inside a markdown table cell and at most n runes long.
+// cell makes text safe inside a markdown table cell and at most n runes
+// long: no HTML, no links, images or mentions, whatever an agent named its
+// files.
 func cell(s string, n int) string {
-	s = strings.NewReplacer("|", `\|`, "\r", " ", "\n", " ").Replace(s)
+	s = strings.NewReplacer("|", `\|`, "\r", " ", "\n", " ", "<", "&lt;", ">", "&gt;", "[", `\[`, "]", `\]`,
+		"@", "@\u200b", "`", "'", "!", `\!`).Replace(s)
 	if r := []rune(s); len(r) > n {
 		s = string(r[:n-1]) + "…"
 	}

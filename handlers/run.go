@@ -135,6 +135,20 @@ func (s *Server) runIssue(ctx context.Context, log *slog.Logger, job *store.Job)
 		}
 		return refuse("refused", fmt.Sprintf("@%s bestofn runs only for people with write access to this repository (you have %s). %s", req.Sender, role, how))
 	}
+	// A trigger that waited while another run of this issue went on does
+	// nothing: one run per issue.
+	if other, err := s.opts.Store.RunActiveSince(ctx, job.Repo, req.Issue, job.ID, job.CreatedAt); err != nil {
+		return store.JobFailed, err
+	} else if other != nil {
+		text := fmt.Sprintf("A run was already in progress on this issue when this was asked (run %d, %s)", other.ID, other.Status)
+		if other.PRNumber != 0 {
+			text += fmt.Sprintf("; its result is on #%d", other.PRNumber)
+		}
+		return refuse("busy", text+". Ask again to run once more; `/bestofn cancel` stops a run in progress.")
+	}
+	if err := s.opts.Store.TakeRunLock(ctx, job.ID); err != nil {
+		return store.JobFailed, err
+	}
 	react(ctx, log, gh, req.Owner, req.Name, req.CommentID, "eyes")
 	if req.Title == "" {
 		is, err := gh.Issue(ctx, req.Owner, req.Name, req.Issue)
@@ -144,7 +158,9 @@ func (s *Server) runIssue(ctx context.Context, log *slog.Logger, job *store.Job)
 		req.Title, req.Body = is.Title, is.Body
 	}
 
-	run := &store.Run{JobID: job.ID, Repo: req.repo(), Issue: req.Issue, Status: store.RunPreparing}
+	// A run asked for on the bot's pull request belongs to it from the start,
+	// so pick and status find it even when no attempt passes.
+	run := &store.Run{JobID: job.ID, Repo: req.repo(), Issue: req.Issue, Status: store.RunPreparing, PRNumber: req.PR}
 	if err := s.opts.Store.CreateRun(ctx, run); err != nil {
 		return store.JobFailed, err
 	}
@@ -259,6 +275,17 @@ func (s *Server) execute(ctx context.Context, log *slog.Logger, gh *github.Clien
 		// A private companion repository, read with this installation's
 		// token on the bot's side only.
 		owner, name, _ := strings.Cut(cfg.HiddenRepo, "/")
+		// Its files reach the grading copies and the run page: it must be
+		// the same owner's, and the person who asked must be able to read it.
+		if !strings.EqualFold(owner, req.Owner) {
+			return nil, fmt.Errorf("hidden_tests: the companion repository %s must belong to %s", cfg.HiddenRepo, req.Owner)
+		}
+		switch role, err := gh.Permission(ctx, owner, name, req.Sender); {
+		case err != nil:
+			return nil, fmt.Errorf("hidden_tests: %w", err)
+		case role == "none" || role == "":
+			return nil, fmt.Errorf("hidden_tests: @%s cannot read %s", req.Sender, cfg.HiddenRepo)
+		}
 		repo, err := gh.Repository(ctx, owner, name)
 		if err != nil {
 			return nil, fmt.Errorf("hidden_tests: cannot read %s (is the App installed on it?): %w", cfg.HiddenRepo, err)
@@ -312,6 +339,9 @@ func (s *Server) execute(ctx context.Context, log *slog.Logger, gh *github.Clien
 	}
 	_ = st.update(ctx, renderStatus(run.ID, s.runURL(run.ID), statusView{Phase: "publishing", Result: res, Config: cfg}))
 
+	// Publishing is not cancelled halfway: a branch without its pull request
+	// or scorecard would say something that is not so.
+	ctx = context.WithoutCancel(ctx)
 	card := renderScorecard(run.ID, s.runURL(run.ID), req, cfg, res)
 	if res.Winner == 0 {
 		if _, err := gh.CreateIssueComment(ctx, req.Owner, req.Name, req.statusOn(), card); err != nil {

@@ -103,7 +103,7 @@ func New(opts Options) (*Server, error) {
 		opts:    opts,
 		log:     opts.Log,
 		metrics: newMetrics(opts.Registry),
-		wake:    make(chan struct{}, 1),
+		wake:    make(chan struct{}, opts.Workers+1),
 		cancels: map[int64]context.CancelFunc{},
 	}
 	s.engine = &explore.Engine{Provider: opts.Provider, WorkDir: filepath.Join(opts.DataDir, "work"), Log: opts.Log}
@@ -141,28 +141,35 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	for i := 0; i < s.opts.Workers; i++ {
 		s.wg.Add(1)
-		go s.worker(ctx)
+		go s.worker(ctx, s.opts.Store.ClaimJob)
 	}
+	// One more worker takes only replies and commands, so /bestofn cancel
+	// or status never waits behind runs that hold every other worker.
+	s.wg.Add(1)
+	go s.worker(ctx, s.opts.Store.ClaimControlJob)
 	return nil
 }
 
 // Wait blocks until every worker has stopped.
 func (s *Server) Wait() { s.wg.Wait() }
 
+// signal wakes the workers waiting for a job (each takes one wake-up).
 func (s *Server) signal() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
+	for i := 0; i <= s.opts.Workers; i++ {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
 // worker claims queued jobs one at a time until ctx is done. It polls every
 // few seconds as well as waking on new deliveries, so jobs recorded by
 // another process are picked up too.
-func (s *Server) worker(ctx context.Context) {
+func (s *Server) worker(ctx context.Context, claim func(context.Context) (*store.Job, error)) {
 	defer s.wg.Done()
 	for {
-		job, err := s.opts.Store.ClaimJob(ctx)
+		job, err := claim(ctx)
 		if err != nil && ctx.Err() == nil {
 			s.log.Error("claim job", "err", err)
 		}

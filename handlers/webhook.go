@@ -102,6 +102,7 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	if d.exclusive {
 		jobID, dup, active, err = s.opts.Store.RecordRunDelivery(r.Context(), dlv, d.job, d.busy)
 	} else {
+		d.job.Candidate = d.job.Kind == JobRun
 		jobID, dup, err = s.opts.Store.RecordDelivery(r.Context(), dlv, d.job)
 	}
 	if err != nil {

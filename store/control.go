@@ -5,11 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // RecordRunDelivery is RecordDelivery for a delivery that starts a run: in
-// the same transaction it looks for an active (queued or running) run job
-// for job's repository and issue. When there is one, it stores busy instead
+// the same transaction it looks for an active run job for job's repository
+// and issue (queued or running, and holding the lock: not a Candidate that
+// has not yet passed its checks, see TakeRunLock). When there is one, it stores busy instead
 // of job (a reply saying a run is in progress; nil stores nothing but the
 // delivery) and returns the active job. Transactions take the write lock at
 // BEGIN, so of two deliveries racing for one issue exactly one gets its run
@@ -21,6 +23,7 @@ func (db *DB) RecordRunDelivery(ctx context.Context, d Delivery, job, busy *Job)
 	err = db.withTx(ctx, func(tx *sql.Tx) error {
 		row := tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs
 			WHERE kind = 'run' AND repo = ? AND issue = ? AND status IN ('queued', 'running')
+			  AND holds_lock = 1
 			ORDER BY id LIMIT 1`, job.Repo, job.Issue)
 		a, err := scanJob(row)
 		switch {
@@ -209,4 +212,37 @@ func (db *DB) AttemptRecords(ctx context.Context) ([]AttemptRecord, error) {
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// RunActiveSince returns a run of repo's issue, made by another job than
+// jobID, that was still going at or after since (it has not finished, or
+// finished after since), or nil. A job that waited in the queue while such a
+// run went on was a trigger during an active run.
+func (db *DB) RunActiveSince(ctx context.Context, repo string, issue int, jobID int64, since time.Time) (*Run, error) {
+	var id int64
+	err := db.db.QueryRowContext(ctx, `SELECT id FROM runs
+		WHERE repo = ? AND issue = ? AND (job_id IS NULL OR job_id != ?)
+		  AND (finished_at IS NULL OR finished_at > ?)
+		ORDER BY id DESC LIMIT 1`, repo, issue, jobID, formatTime(since)).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("active run of %s#%d: %w", repo, issue, err)
+	}
+	return db.Run(ctx, id)
+}
+
+// TakeRunLock makes a Candidate run job hold its issue's run lock, once its
+// trigger passed its checks, so later triggers are told at once that a run
+// is in progress.
+func (db *DB) TakeRunLock(ctx context.Context, jobID int64) error {
+	err := db.withTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE jobs SET holds_lock = 1 WHERE id = ?`, jobID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("take run lock for job %d: %w", jobID, err)
+	}
+	return nil
 }

@@ -53,6 +53,10 @@ type Job struct {
 	Tries          int
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	// Candidate marks a run job that does not hold its issue's run lock at
+	// intake (RecordRunDelivery ignores it): its trigger is checked when it
+	// runs. Written only.
+	Candidate bool
 }
 
 // JobFilter selects jobs for Jobs. Zero fields match everything; Limit 0
@@ -117,10 +121,10 @@ func (db *DB) recordDelivery(ctx context.Context, tx *sql.Tx, d Delivery, job *J
 	j.CreatedAt, j.UpdatedAt = now, now
 	res, err = tx.ExecContext(ctx, `
 		INSERT INTO jobs (delivery_id, kind, installation_id, repo, issue, payload,
-			status, error, tries, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			status, error, tries, created_at, updated_at, holds_lock)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		j.DeliveryID, j.Kind, j.InstallationID, j.Repo, j.Issue, j.Payload,
-		j.Status, j.Error, j.Tries, formatTime(now), formatTime(now))
+		j.Status, j.Error, j.Tries, formatTime(now), formatTime(now), !j.Candidate)
 	if err != nil {
 		return 0, false, err
 	}
@@ -157,12 +161,26 @@ func (db *DB) Delivery(ctx context.Context, id string) (*Delivery, error) {
 // while another run job for the same repository and issue is running. It
 // returns (nil, nil) when there is nothing to claim.
 func (db *DB) ClaimJob(ctx context.Context) (*Job, error) {
+	return db.claim(ctx, false)
+}
+
+// ClaimControlJob is ClaimJob for every kind but JobKindRun: replies and
+// commands (cancel above all) that must not wait behind long runs.
+func (db *DB) ClaimControlJob(ctx context.Context) (*Job, error) {
+	return db.claim(ctx, true)
+}
+
+func (db *DB) claim(ctx context.Context, controlOnly bool) (*Job, error) {
+	only := ""
+	if controlOnly {
+		only = "AND q.kind != 'run'"
+	}
 	var job *Job
 	err := db.withTx(ctx, func(tx *sql.Tx) error {
 		var id int64
 		err := tx.QueryRowContext(ctx, `
 			SELECT q.id FROM jobs q
-			WHERE q.status = 'queued'
+			WHERE q.status = 'queued' `+only+`
 			  AND NOT (q.kind = 'run' AND EXISTS (
 				SELECT 1 FROM jobs r
 				WHERE r.status = 'running' AND r.kind = 'run'

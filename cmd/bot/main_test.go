@@ -204,3 +204,23 @@ func TestRuntimeEgressSecretKeepsTheKeyOut(t *testing.T) {
 		t.Errorf("allow = %q", c.RuntimeAllow)
 	}
 }
+
+// TestOneBotPerDataDir: a second bot on the same DATA_DIR refuses to start
+// (it would requeue and rerun the first one's running jobs).
+func TestOneBotPerDataDir(t *testing.T) {
+	dir := t.TempDir()
+	unlock, err := lockDataDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lockDataDir(dir); err == nil || !strings.Contains(err.Error(), "in use by another bestofn process") {
+		t.Errorf("second lock: %v", err)
+	}
+	unlock()
+	again, err := lockDataDir(dir)
+	if err != nil {
+		t.Errorf("lock after unlock: %v", err)
+	} else {
+		again()
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/bestofn/bestofn/explore"
@@ -213,6 +214,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	// One bot per DATA_DIR: a second process would requeue the jobs this one
+	// is running and run them twice.
+	unlock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	app, err := github.New(github.Config{AppID: cfg.AppID, PrivateKey: cfg.PrivateKey, BaseURL: cfg.APIURL, UserAgent: "bestofn/" + handlers.Version})
 	if err != nil {
 		return err
@@ -291,6 +299,23 @@ func newProvider(ctx context.Context, cfg serveConfig) (sandbox.Provider, error)
 		return nil, fmt.Errorf("clean up sandboxes left by an earlier process: %w", err)
 	}
 	return p, nil
+}
+
+// lockDataDir takes an exclusive lock on DATA_DIR/bestofn.lock, or says which
+// process holds it.
+func lockDataDir(dir string) (func(), error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "bestofn.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("DATA_DIR %s is in use by another bestofn process (%v); one bot per DATA_DIR", dir, err)
+	}
+	return func() { f.Close() }, nil
 }
 
 func logIsolation(log *slog.Logger, iso sandbox.Isolation) {
