@@ -290,10 +290,22 @@ func (s *Sandbox) Stop(ctx context.Context) error {
 		return nil
 	}
 	s.mu.Unlock()
-	err := s.p.doJSON(ctx, &request{method: "DELETE", path: s.path("")}, nil, nil)
-	var ae *Error
-	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-		err = nil
+	// A sandbox left behind keeps billing: DELETE is tried again on any
+	// answer but 404 (gone already), even on codes other calls take as final
+	// (a 409 while the sandbox is busy, a 503 *_unavailable), a few times.
+	var err error
+	for try := 0; try < stopTries; try++ {
+		if try > 0 {
+			if werr := s.p.sleep(ctx, backoff(try)); werr != nil {
+				break
+			}
+		}
+		err = s.p.doJSON(ctx, &request{method: "DELETE", path: s.path("")}, nil, nil)
+		var ae *Error
+		if err == nil || errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+			err = nil
+			break
+		}
 	}
 	if err != nil {
 		return err
@@ -303,6 +315,9 @@ func (s *Sandbox) Stop(ctx context.Context) error {
 	s.mu.Unlock()
 	return nil
 }
+
+// stopTries is how many times Stop sends DELETE before it gives up.
+const stopTries = 4
 
 // forkBatch is the most copies one :fork call asks for.
 const forkBatch = 10

@@ -536,3 +536,26 @@ func TestAllowHosts(t *testing.T) {
 		}
 	}
 }
+
+// TestStopRetriesDelete: DELETE answered 409 and 503 unavailable is sent
+// again, so no sandbox is left billing.
+func TestStopRetriesDelete(t *testing.T) {
+	srv := newServer(t, nil)
+	var sl sleeps
+	p := newProvider(t, srv, &sl)
+	s, err := p.Create(ctx(t), sandbox.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Inject(runtimetest.Fault{Route: runtimetest.RouteDelete, Status: 409, Code: "not_running", Times: 1})
+	srv.Inject(runtimetest.Fault{Route: runtimetest.RouteDelete, Status: 503, Code: "unavailable", Times: 1})
+	if err := s.Stop(ctx(t)); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if n := len(srv.Sandboxes()); n != 0 {
+		t.Errorf("%d sandboxes left", n)
+	}
+	if n := len(srv.RequestsTo(runtimetest.RouteDelete)); n != 3 {
+		t.Errorf("DELETE sent %d times, want 3", n)
+	}
+}
