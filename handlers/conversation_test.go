@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bestofn/bestofn/github"
+	"github.com/bestofn/bestofn/handlers"
 	"github.com/bestofn/bestofn/handlers/handlerstest"
 	"github.com/bestofn/bestofn/store"
 )
@@ -514,4 +516,55 @@ func TestReviewFindings(t *testing.T) {
 			t.Errorf("agent-chosen path reached a table as markup:\n%s", all)
 		}
 	})
+}
+
+// TestRestartMarksInterruptedRuns: a run a stopped process left in progress
+// has its status comment edited to say so when the bot starts again.
+func TestRestartMarksInterruptedRuns(t *testing.T) {
+	e := newEnv(t, "restart", nil)
+	ctx := context.Background()
+	commentID, err := e.GitHub.AddComment(e.Repo, 7, e.GitHub.BotLogin, "<!-- bestofn:run=1 status -->\n### bestofn · attempting")
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := &store.Job{Kind: "run", InstallationID: handlerstest.Installation, Repo: e.Repo, Issue: 7}
+	if _, _, err := e.Store.RecordDelivery(ctx, store.Delivery{ID: "crashed"}, job); err != nil {
+		t.Fatal(err)
+	}
+	run := &store.Run{JobID: job.ID, Repo: e.Repo, Issue: 7, Status: store.RunAttempting}
+	e.Store.CreateRun(ctx, run)
+	run.StatusCommentID = commentID
+	e.Store.UpdateRun(ctx, run)
+	// The job is left "running" and then cancelled at once so the new bot
+	// does not rerun it in this test.
+	e.Store.FinishJob(ctx, job.ID, store.JobCancelled, "test")
+
+	app, err := github.New(github.Config{AppID: e.GitHub.AppID, PrivateKey: e.GitHub.PrivateKeyPEM, BaseURL: e.GitHub.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := handlers.New(handlers.Options{Secret: []byte(secret), Store: e.Store, GitHub: app, Provider: e.Provider, DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	if err := srv.Start(sctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c := e.GitHub.Comments(e.Repo, 7)[0]
+		if strings.Contains(c.Body, "bestofn · interrupted") && strings.Contains(c.Body, "restarted during this run") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status comment not marked:\n%s", c.Body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	srv.Wait()
+	if r, _ := e.Store.Run(ctx, run.ID); r.Status != store.RunFailed {
+		t.Errorf("run status = %s, want failed", r.Status)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -129,6 +130,10 @@ func (s *Server) Handler() http.Handler {
 // failed, then run again from the start) and starts the worker pool. Workers
 // stop when ctx is done; Wait waits for them.
 func (s *Server) Start(ctx context.Context) error {
+	stale, err := s.opts.Store.UnfinishedRuns(ctx)
+	if err != nil {
+		return err
+	}
 	n, err := s.opts.Store.RequeueRunning(ctx)
 	if err != nil {
 		return err
@@ -139,6 +144,13 @@ func (s *Server) Start(ctx context.Context) error {
 	if n > 0 {
 		s.log.Info("requeued jobs left running by a previous process", "jobs", n)
 	}
+	// Their status comments still say "attempting": say what happened, in
+	// the background (GitHub may be slow; starting must not wait for it).
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.markInterrupted(ctx, stale)
+	}()
 	for i := 0; i < s.opts.Workers; i++ {
 		s.wg.Add(1)
 		go s.worker(ctx, s.opts.Store.ClaimJob)
@@ -148,6 +160,30 @@ func (s *Server) Start(ctx context.Context) error {
 	s.wg.Add(1)
 	go s.worker(ctx, s.opts.Store.ClaimControlJob)
 	return nil
+}
+
+// markInterrupted edits the status comments of runs a previous process left
+// unfinished, so none keeps saying it is in progress.
+func (s *Server) markInterrupted(ctx context.Context, runs []*store.Run) {
+	for _, r := range runs {
+		if r.StatusCommentID == 0 || r.JobID == 0 {
+			continue
+		}
+		job, err := s.opts.Store.Job(ctx, r.JobID)
+		if err != nil {
+			continue
+		}
+		gh, err := s.opts.GitHub.Installation(job.InstallationID)
+		if err != nil {
+			continue
+		}
+		owner, name, _ := strings.Cut(r.Repo, "/")
+		body := renderStatus(r.ID, "", statusView{Phase: "interrupted",
+			Note: "The bot restarted during this run. The job runs again from the start and posts a new status comment."})
+		if err := gh.EditIssueComment(ctx, owner, name, r.StatusCommentID, body); err != nil {
+			s.log.Warn("mark interrupted run", "run", r.ID, "err", err)
+		}
+	}
 }
 
 // Wait blocks until every worker has stopped.

@@ -246,3 +246,31 @@ func (db *DB) TakeRunLock(ctx context.Context, jobID int64) error {
 	}
 	return nil
 }
+
+// UnfinishedRuns returns the runs whose status is not final (a process
+// stopped during them), oldest first.
+func (db *DB) UnfinishedRuns(ctx context.Context) ([]*Run, error) {
+	rows, err := db.db.QueryContext(ctx, `SELECT id FROM runs WHERE status NOT IN ('done', 'failed', 'cancelled') ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("unfinished runs: %w", err)
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("unfinished runs: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	var out []*Run
+	for _, id := range ids {
+		r, err := db.Run(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
