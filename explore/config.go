@@ -396,13 +396,7 @@ func (fc *fileConfig) apply(cfg *Config, cerr *ConfigError) {
 			cfg.BudgetUSD = *fc.BudgetUSD
 		}
 	}
-	if fc.Parallel != nil {
-		if *fc.Parallel < 1 || *fc.Parallel > MaxAttempts {
-			bad("parallel: must be 1 to %d, not %d", MaxAttempts, *fc.Parallel)
-		} else {
-			cfg.Parallel = *fc.Parallel
-		}
-	}
+	setRange(cerr, "parallel", fc.Parallel, &cfg.Parallel, 1, MaxAttempts)
 	if fc.Label != nil {
 		if strings.TrimSpace(*fc.Label) == "" {
 			bad("label: must not be empty")
@@ -471,20 +465,8 @@ func (fc *fileConfig) apply(cfg *Config, cerr *ConfigError) {
 			cfg.TestReport = *fc.TestReport
 		}
 	}
-	if fc.TestRetries != nil {
-		if *fc.TestRetries < 0 || *fc.TestRetries > 5 {
-			bad("test_retries: must be 0 to 5, not %d", *fc.TestRetries)
-		} else {
-			cfg.TestRetries = *fc.TestRetries
-		}
-	}
-	if fc.MaxPatchBytes != nil {
-		if *fc.MaxPatchBytes < 1 || *fc.MaxPatchBytes > MaxPatchLimit {
-			bad("max_patch_bytes: must be 1 to %d, not %d", int64(MaxPatchLimit), *fc.MaxPatchBytes)
-		} else {
-			cfg.MaxPatchBytes = *fc.MaxPatchBytes
-		}
-	}
+	setRange(cerr, "test_retries", fc.TestRetries, &cfg.TestRetries, 0, 5)
+	setRange(cerr, "max_patch_bytes", fc.MaxPatchBytes, &cfg.MaxPatchBytes, 1, MaxPatchLimit)
 	if fc.Hints != nil {
 		cfg.Hints = fc.Hints
 	}
@@ -499,13 +481,7 @@ func (fc *fileConfig) apply(cfg *Config, cerr *ConfigError) {
 			cfg.Score = &sc
 		}
 	}
-	if fc.ScoreRuns != nil {
-		if *fc.ScoreRuns < 1 || *fc.ScoreRuns > 20 {
-			bad("score_runs: must be 1 to 20, not %d", *fc.ScoreRuns)
-		} else {
-			cfg.ScoreRuns = *fc.ScoreRuns
-		}
-	}
+	setRange(cerr, "score_runs", fc.ScoreRuns, &cfg.ScoreRuns, 1, 20)
 	if fc.Lint != nil {
 		cfg.Lint = *fc.Lint
 	}
@@ -564,6 +540,20 @@ func checkReport(v string) error {
 		return nil
 	}
 	return fmt.Errorf("must be junit:<path>, go-json, unittest or exit-code, not %q", v)
+}
+
+// setRange copies a whole-number key's value into dst when it is within
+// [lo, hi], and records a message naming the key otherwise; a nil src (the
+// key is absent) changes nothing.
+func setRange[T int | int64](cerr *ConfigError, name string, src *T, dst *T, lo, hi T) {
+	if src == nil {
+		return
+	}
+	if *src < lo || *src > hi {
+		cerr.Invalid = append(cerr.Invalid, fmt.Sprintf("%s: must be %d to %d, not %d", name, lo, hi, *src))
+		return
+	}
+	*dst = *src
 }
 
 func hasDotDot(p string) bool {
