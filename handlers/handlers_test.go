@@ -134,6 +134,22 @@ func TestExampleWebhookIsTheFixture(t *testing.T) {
 	}
 }
 
+// runLabeled labels issue #7 with the default label as a maintainer, waits
+// for the job, and returns the one run it made; the job must end done.
+func (e *env) runLabeled(delivery string) *store.Run {
+	e.t.Helper()
+	body := e.labeled("bestofn", maintainer)
+	e.post("issues", delivery, body, sign(body, secret))
+	if jobs := e.wait(); jobs[0].Status != store.JobDone {
+		e.t.Fatalf("job = %s (%s)", jobs[0].Status, jobs[0].Error)
+	}
+	runs, _ := e.Store.Runs(context.Background(), store.RunFilter{})
+	if len(runs) != 1 {
+		e.t.Fatalf("runs = %+v", runs)
+	}
+	return runs[0]
+}
+
 func (e *env) git(args ...string) string {
 	e.t.Helper()
 	out, err := exec.Command("git", append([]string{"--git-dir", e.GitHub.GitDir(e.Repo)}, args...)...).CombinedOutput()
@@ -301,14 +317,9 @@ func itoa(n int) string {
 // overlayfs. The run still works, with copies, and says so on GitHub.
 func TestEndToEndWithoutIsolation(t *testing.T) {
 	e := newEnvOpts(t, handlerstest.Options{Repo: "plain", ForceCopy: true, ForceUnisolated: true}, nil)
-	body := e.labeled("bestofn", maintainer)
-	e.post("issues", "d-plain", body, sign(body, secret))
-	if jobs := e.wait(); jobs[0].Status != store.JobDone {
-		t.Fatalf("job = %s (%s)", jobs[0].Status, jobs[0].Error)
-	}
-	runs, _ := e.Store.Runs(context.Background(), store.RunFilter{})
-	if len(runs) != 1 || runs[0].Winner != 1 {
-		t.Fatalf("runs = %+v", runs)
+	run := e.runLabeled("d-plain")
+	if run.Winner != 1 {
+		t.Fatalf("run = %+v", run)
 	}
 	pulls := e.GitHub.Pulls(e.Repo)
 	if len(pulls) != 1 {
@@ -327,16 +338,11 @@ func TestEndToEndWithoutIsolation(t *testing.T) {
 // served in process): same outcomes, and every sandbox deleted at the end.
 func TestEndToEndOnRuntime(t *testing.T) {
 	e := newEnvOpts(t, handlerstest.Options{Repo: "rt", Sandbox: "runtime"}, nil)
-	body := e.labeled("bestofn", maintainer)
-	e.post("issues", "d-rt", body, sign(body, secret))
-	if jobs := e.wait(); jobs[0].Status != store.JobDone {
-		t.Fatalf("job = %s (%s)", jobs[0].Status, jobs[0].Error)
+	run := e.runLabeled("d-rt")
+	if run.Winner != 1 {
+		t.Fatalf("run = %+v", run)
 	}
-	runs, _ := e.Store.Runs(context.Background(), store.RunFilter{})
-	if len(runs) != 1 || runs[0].Winner != 1 {
-		t.Fatalf("runs = %+v", runs)
-	}
-	attempts, _ := e.Store.Attempts(context.Background(), runs[0].ID)
+	attempts, _ := e.Store.Attempts(context.Background(), run.ID)
 	want := []string{"pass", "edited_tests", "changed_test_config", "tests_failed", "no_change"}
 	for i, a := range attempts {
 		if a.OutcomeKind != want[i] {

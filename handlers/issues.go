@@ -12,7 +12,7 @@ import (
 )
 
 // JobRun is the kind of job that runs best-of-N for an issue.
-const JobRun = "run"
+const JobRun = store.JobKindRun
 
 // runRequest is a run job's payload: what the webhook said, converted at the
 // edge to the bot's own terms.
